@@ -1,0 +1,137 @@
+"""The exceptions raised by flask-social-oauth2.
+
+Every message names the provider and the key or step that failed. No message ever contains a
+client secret, an authorization code, a PKCE verifier or a token.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+
+class SocialOAuth2Error(Exception):
+    """Base class of every error this extension raises."""
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigurationProblem:
+    """One problem found in a provider's configuration.
+
+    :param provider: The provider block's name, or ``None`` for a problem of the whole source.
+    :param key: The configuration key at fault, or ``None``.
+    :param message: What is wrong, safe to show (never contains a value of a secret key).
+    :param location: Where the block came from, e.g. ``providers.yaml, line 4``.
+    """
+
+    provider: str | None
+    key: str | None
+    message: str
+    location: str | None = None
+
+    def __str__(self) -> str:
+        where = []
+        if self.provider is not None:
+            where.append(f"provider {self.provider!r}")
+        if self.key is not None:
+            where.append(f"key {self.key!r}")
+        text = f"{', '.join(where)}: {self.message}" if where else self.message
+        return f"{text} ({self.location})" if self.location else text
+
+
+class ConfigurationError(SocialOAuth2Error):
+    """The configuration of one or more providers is invalid.
+
+    :param problems: Every problem found, so that all can be fixed at once.
+    """
+
+    def __init__(self, problems: Sequence[ConfigurationProblem] | str) -> None:
+        if isinstance(problems, str):
+            problems = [ConfigurationProblem(None, None, problems)]
+        self.problems: tuple[ConfigurationProblem, ...] = tuple(problems)
+        if len(self.problems) == 1:
+            message = str(self.problems[0])
+        else:
+            lines = "\n".join(f"  - {problem}" for problem in self.problems)
+            message = f"{len(self.problems)} problems in the OAuth2 configuration:\n{lines}"
+        super().__init__(message)
+
+
+class UnknownProviderError(SocialOAuth2Error, LookupError):
+    """No provider of that name is configured."""
+
+    def __init__(self, name: str, known: Sequence[str] = ()) -> None:
+        self.name = name
+        hint = f"; configured: {', '.join(sorted(known))}" if known else "; none is configured"
+        super().__init__(f"unknown provider {name!r}{hint}")
+
+
+class AuthenticationError(SocialOAuth2Error):
+    """A sign-in flow failed.
+
+    :param provider: The provider's name.
+    :param message: A description for logs and developers; never contains a secret.
+    :param status_code: The HTTP status the built-in route answers with.
+    """
+
+    #: The status the built-in route answers with.
+    status_code: int = 400
+    #: A fixed, user-facing sentence: the default error page shows this, never ``message``.
+    public_message: str = "Sign-in could not be completed. Please try again."
+
+    def __init__(self, provider: str, message: str, *, status_code: int | None = None) -> None:
+        self.provider = provider
+        if status_code is not None:
+            self.status_code = status_code
+        super().__init__(f"provider {provider!r}: {message}")
+
+
+class AccessDeniedError(AuthenticationError):
+    """The user (or the provider) refused the authorization."""
+
+    status_code = 403
+    public_message = "Sign-in was cancelled or refused at the provider."
+
+
+class ProviderRefusedError(AuthenticationError):
+    """The provider answered the authorization request with an error code other than
+    ``access_denied``.
+
+    :param error_code: The provider's ``error`` value, cut to a safe length and charset.
+    """
+
+    public_message = "The provider refused the sign-in request."
+
+    def __init__(self, provider: str, error_code: str) -> None:
+        self.error_code = error_code
+        super().__init__(provider, f"authorization request failed with error {error_code!r}")
+
+
+class StateError(AuthenticationError):
+    """The callback's state is missing, unknown, expired, replayed or meant for another
+    provider."""
+
+    public_message = "This sign-in link is invalid or has expired. Please start again."
+
+
+class InvalidCallbackError(AuthenticationError):
+    """The callback's query is malformed: a repeated or oversized parameter, or no code."""
+
+    public_message = "The sign-in request was malformed. Please start again."
+
+
+class UnexpectedResponseError(AuthenticationError):
+    """The provider's token endpoint failed or answered something that is not a valid token.
+
+    The status is 502 for a bad answer and 504 when the provider did not answer in time.
+    """
+
+    status_code = 502
+    public_message = "The provider did not answer as expected. Please try again later."
+
+
+class ProfileRetrievalError(AuthenticationError):
+    """The user's profile could not be fetched from the provider or could not be read."""
+
+    status_code = 502
+    public_message = "Your profile could not be read from the provider. Please try again later."

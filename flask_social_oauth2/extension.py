@@ -1,0 +1,430 @@
+"""The Flask extension: configuration, the provider registry, the authenticate route, hooks."""
+
+from __future__ import annotations
+
+import importlib
+import logging
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
+from typing import Any, Final, TypeVar
+from urllib.parse import urlsplit
+
+from flask import (
+    Blueprint,
+    Flask,
+    Response,
+    abort,
+    current_app,
+    jsonify,
+    make_response,
+    request,
+    session,
+)
+from flask.typing import ResponseReturnValue
+from markupsafe import escape
+from werkzeug.exceptions import MethodNotAllowed, NotFound
+from werkzeug.routing import RequestRedirect
+
+from . import signals
+from .app_state import EXTENSION_KEY, AppState, get_app_state
+from .config import load_settings
+from .errors import (
+    AuthenticationError,
+    ConfigurationError,
+    ConfigurationProblem,
+    InvalidCallbackError,
+    SocialOAuth2Error,
+    UnknownProviderError,
+)
+from .provider import MAX_CALLBACK_VALUE, OAuth2Provider, SocialProvider, finished_flow
+from .providers import BUILTIN_PROVIDERS
+from .settings import OAuth2Info, SocialProfile
+
+logger = logging.getLogger("flask_social_oauth2")
+
+ENDPOINT: Final = "social_oauth2.authenticate"
+
+AuthenticatedHandler = Callable[[SocialProvider, OAuth2Info, SocialProfile], ResponseReturnValue]
+ErrorHandler = Callable[[str, AuthenticationError], ResponseReturnValue]
+_H = TypeVar("_H", bound=Callable[..., Any])
+
+_DEFAULTS: Final[Mapping[str, Any]] = MappingProxyType(
+    {
+        "SOCIAL_OAUTH2_PROVIDERS": {},
+        "SOCIAL_OAUTH2_PROVIDERS_FILE": None,
+        "SOCIAL_OAUTH2_PROVIDER_CLASSES": {},
+        "SOCIAL_OAUTH2_URL_RULE": "/authenticate/<provider>",
+        "SOCIAL_OAUTH2_TIMEOUT": 10,
+        "SOCIAL_OAUTH2_STATE_TTL": 600,
+        "SOCIAL_OAUTH2_MAX_RESPONSE_BYTES": 1024 * 1024,
+        "SOCIAL_OAUTH2_STATE_COOKIE": "social_oauth2_state",
+        "SOCIAL_OAUTH2_STATE_COOKIE_PATH": "/",
+        "SOCIAL_OAUTH2_SESSION_KEY": "social_profile",
+        "SOCIAL_OAUTH2_CHECK_REDIRECT_URLS": True,
+    }
+)
+_SECURE_PAGE_HEADERS: Final[Mapping[str, str]] = MappingProxyType(
+    {
+        "Referrer-Policy": "no-referrer",
+        "Cache-Control": "no-store",
+        "X-Content-Type-Options": "nosniff",
+    }
+)
+_ERROR_PAGE: Final = """<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>Sign-in failed</title>
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<style>body{{font:16px/1.5 system-ui,sans-serif;max-width:32rem;margin:4rem auto;
+padding:0 1rem;color:#222}}h1{{font-size:1.4rem}}a{{color:#0b57d0}}</style></head>
+<body><h1>Sign-in failed</h1><p>{message}</p>
+<p><a href="/">Back to the start page</a></p></body></html>
+"""
+
+
+class SocialOAuth2:
+    """The extension. Configure providers in the app's config, then::
+
+        social = SocialOAuth2(app)   # or: social = SocialOAuth2(); social.init_app(app)
+
+    It mounts ``GET /authenticate/<provider>`` (``SOCIAL_OAUTH2_URL_RULE``), which starts a
+    sign-in and finishes it when the provider sends the user back.
+
+    :param app: The app to set up now, if any.
+    :param provider_classes: Provider name -> class, for blocks that need a class other than the
+        one their name selects (e.g. ``{"github-enterprise": GitHubProvider}``).
+    """
+
+    def __init__(
+        self,
+        app: Flask | None = None,
+        *,
+        provider_classes: Mapping[str, type[SocialProvider]] | None = None,
+    ) -> None:
+        self._provider_classes = dict(provider_classes or {})
+        self._on_authenticated: AuthenticatedHandler | None = None
+        self._on_error: ErrorHandler | None = None
+        if app is not None:
+            self.init_app(app)
+
+    # -- setup ---------------------------------------------------------------------------------
+
+    def init_app(self, app: Flask) -> None:
+        """Read and validate the app's provider configuration and mount the route.
+
+        :raises ConfigurationError: listing every problem of every block.
+        :raises SocialOAuth2Error: when the extension is already set up on ``app``.
+        """
+        if EXTENSION_KEY in app.extensions:
+            raise SocialOAuth2Error(
+                f"flask-social-oauth2 is already set up on app {app.name!r}; call init_app once"
+            )
+        config = app.config
+        for key, value in _DEFAULTS.items():
+            config.setdefault(key, value)
+        options = _read_options(config)
+        settings = load_settings(config)
+        providers: dict[str, SocialProvider] = {}
+        problems: list[ConfigurationProblem] = []
+        for name, record in settings.items():
+            provider_class = self._provider_class(
+                name, config["SOCIAL_OAUTH2_PROVIDER_CLASSES"], problems
+            )
+            if provider_class is None:
+                continue
+            for problem in provider_class.settings_problems(record):
+                problems.append(ConfigurationProblem(name, problem.key, problem.message))
+            providers[name] = provider_class(name, record)
+        if problems:
+            raise ConfigurationError(problems)
+        rule = options["rule"]
+        blueprint = Blueprint("social_oauth2", __name__)
+        blueprint.add_url_rule(rule, "authenticate", _authenticate_view, methods=["GET", "POST"])
+        app.register_blueprint(blueprint)
+        app.extensions[EXTENSION_KEY] = AppState(
+            extension=self,
+            providers=MappingProxyType(providers),
+            endpoint=ENDPOINT,
+            timeout=options["timeout"],
+            state_ttl=options["state_ttl"],
+            max_response_bytes=options["max_bytes"],
+            cookie_name=config["SOCIAL_OAUTH2_STATE_COOKIE"],
+            cookie_path=config["SOCIAL_OAUTH2_STATE_COOKIE_PATH"],
+            session_key=config["SOCIAL_OAUTH2_SESSION_KEY"],
+        )
+        if config["SOCIAL_OAUTH2_CHECK_REDIRECT_URLS"]:
+            app.before_request(_check_redirect_urls_once)
+        app.register_error_handler(AuthenticationError, _handle_authentication_error)
+        _warn_about_untrusted_hosts(app, providers)
+        from .cli import social_cli
+
+        app.cli.add_command(social_cli)
+
+    def _provider_class(
+        self, name: str, configured: Mapping[str, Any], problems: list[ConfigurationProblem]
+    ) -> type[SocialProvider] | None:
+        choice: Any = configured.get(name, self._provider_classes.get(name))
+        if choice is None:
+            return BUILTIN_PROVIDERS.get(name, OAuth2Provider)
+        if isinstance(choice, str):
+            if choice in BUILTIN_PROVIDERS:
+                return BUILTIN_PROVIDERS[choice]
+            if ":" in choice:
+                module_name, _, attribute = choice.partition(":")
+                try:
+                    choice = getattr(importlib.import_module(module_name), attribute)
+                except (ImportError, AttributeError) as error:
+                    problems.append(
+                        ConfigurationProblem(
+                            name,
+                            None,
+                            f"SOCIAL_OAUTH2_PROVIDER_CLASSES: cannot import {choice!r}: {error}",
+                        )
+                    )
+                    return None
+            else:
+                known = ", ".join(sorted(BUILTIN_PROVIDERS)) or "none"
+                problems.append(
+                    ConfigurationProblem(
+                        name,
+                        None,
+                        f"SOCIAL_OAUTH2_PROVIDER_CLASSES: {choice!r} is not a built-in provider"
+                        f" (built-in: {known}) nor a 'module:Class' path",
+                    )
+                )
+                return None
+        if not (isinstance(choice, type) and issubclass(choice, SocialProvider)):
+            problems.append(
+                ConfigurationProblem(
+                    name,
+                    None,
+                    "SOCIAL_OAUTH2_PROVIDER_CLASSES: must name a SocialProvider subclass",
+                )
+            )
+            return None
+        return choice
+
+    # -- registry ------------------------------------------------------------------------------
+
+    def provider(self, name: str) -> SocialProvider:
+        """The configured provider ``name`` of the current app.
+
+        :raises UnknownProviderError: when no block of that name is configured.
+        """
+        providers = get_app_state().providers
+        try:
+            return providers[name]
+        except (KeyError, TypeError):
+            raise UnknownProviderError(str(name), list(providers)) from None
+
+    @property
+    def providers(self) -> Mapping[str, SocialProvider]:
+        """The current app's providers, by name (read-only)."""
+        return get_app_state().providers
+
+    def next_url(self, default: str = "/") -> str:
+        """Where to send the user after the sign-in this request finished: the ``next`` path
+        given when it started (checked to be same-origin), else ``default``."""
+        pending = finished_flow()
+        return pending.next_url if pending is not None and pending.next_url else default
+
+    def check_app(self, app: Flask | None = None) -> list[ConfigurationProblem]:
+        """Check the specification's redirect URL rule against the app's routes now.
+
+        :return: Every problem found; empty when each ``redirectURL`` routes to the authenticate
+            endpoint for its own provider.
+        """
+        app = app if app is not None else current_app._get_current_object()  # type: ignore[attr-defined]
+        return redirect_url_problems(app)
+
+    # -- hooks ---------------------------------------------------------------------------------
+
+    def on_authenticated(self, handler: _H) -> _H:
+        """Register the function the built-in route calls after a successful sign-in, as
+        ``handler(provider, info, profile)``; its return value is the response.
+
+        Without one, the profile's fields are kept in the session under
+        ``SOCIAL_OAUTH2_SESSION_KEY`` and the user is sent to :meth:`next_url`.
+        """
+        self._on_authenticated = handler
+        return handler
+
+    def on_error(self, handler: _H) -> _H:
+        """Register the function called when a sign-in fails, as
+        ``handler(provider_name, error)``; its return value is the response.
+
+        Without one, a small page with a fixed message and the error's 4xx/5xx status.
+        """
+        self._on_error = handler
+        return handler
+
+    def _respond_to_error(self, provider_name: str, error: AuthenticationError) -> Response:
+        app = current_app._get_current_object()  # type: ignore[attr-defined]
+        logger.warning("sign-in failed: %s", error)
+        signals.authentication_failed.send(app, provider_name=provider_name, error=error)
+        if self._on_error is not None:
+            response = make_response(self._on_error(provider_name, error))
+        else:
+            page = _ERROR_PAGE.format(message=escape(error.public_message))
+            response = make_response(page, error.status_code)
+            response.headers["Content-Security-Policy"] = (
+                "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'"
+            )
+        for header, value in _SECURE_PAGE_HEADERS.items():
+            response.headers.setdefault(header, value)
+        return response
+
+    def _respond_to_success(
+        self, provider: SocialProvider, info: OAuth2Info, profile: SocialProfile
+    ) -> Response:
+        app = current_app._get_current_object()  # type: ignore[attr-defined]
+        signals.authenticated.send(app, provider=provider, info=info, profile=profile)
+        if self._on_authenticated is not None:
+            response = make_response(self._on_authenticated(provider, info, profile))
+        else:
+            session[get_app_state().session_key] = profile.to_dict()
+            target = self.next_url()
+            if request.method == "POST":
+                response = jsonify(signed_in=True, provider=provider.name, next=target)
+            else:
+                response = current_app.response_class(status=302)
+                response.headers["Location"] = target
+        for header, value in _SECURE_PAGE_HEADERS.items():
+            response.headers.setdefault(header, value)
+        return response
+
+
+def _read_options(config: Mapping[str, Any]) -> dict[str, Any]:
+    problems = []
+
+    def number(key: str, kind: type, minimum: float) -> Any:
+        value = config[key]
+        if isinstance(value, bool) or not isinstance(value, int | float) or value < minimum:
+            what = "a whole number" if kind is int else "a number"
+            problems.append(
+                ConfigurationProblem(None, key, f"must be {what} >= {minimum}, not {value!r}")
+            )
+            return None
+        return kind(value)
+
+    options = {
+        "timeout": number("SOCIAL_OAUTH2_TIMEOUT", float, 0.1),
+        "state_ttl": number("SOCIAL_OAUTH2_STATE_TTL", int, 10),
+        "max_bytes": number("SOCIAL_OAUTH2_MAX_RESPONSE_BYTES", int, 1024),
+        "rule": config["SOCIAL_OAUTH2_URL_RULE"],
+    }
+    rule = options["rule"]
+    if not isinstance(rule, str) or not rule.startswith("/") or "<provider>" not in rule:
+        problems.append(
+            ConfigurationProblem(
+                None, "SOCIAL_OAUTH2_URL_RULE", "must be a path containing '<provider>'"
+            )
+        )
+    for key in (
+        "SOCIAL_OAUTH2_STATE_COOKIE",
+        "SOCIAL_OAUTH2_STATE_COOKIE_PATH",
+        "SOCIAL_OAUTH2_SESSION_KEY",
+    ):
+        if not isinstance(config[key], str) or not config[key]:
+            problems.append(ConfigurationProblem(None, key, "must be a non-empty string"))
+    if not isinstance(config["SOCIAL_OAUTH2_PROVIDER_CLASSES"], Mapping):
+        problems.append(
+            ConfigurationProblem(
+                None, "SOCIAL_OAUTH2_PROVIDER_CLASSES", "must map provider names to classes"
+            )
+        )
+    if problems:
+        raise ConfigurationError(problems)
+    return options
+
+
+def _authenticate_view(provider: str) -> ResponseReturnValue:
+    state = get_app_state()
+    selected = state.providers.get(provider)
+    if selected is None:
+        abort(404)
+    try:
+        if request.method == "POST":
+            info = _exchange_posted_code(selected)
+        else:
+            result = selected.authenticate()
+            if isinstance(result, Response):
+                return result
+            info = result
+        profile = selected.retrieve_profile(info)
+    except AuthenticationError as error:
+        return state.extension._respond_to_error(selected.name, error)
+    return state.extension._respond_to_success(selected, info, profile)
+
+
+def _exchange_posted_code(provider: SocialProvider) -> OAuth2Info:
+    """``POST /authenticate/<provider>`` with ``{"code": "..."}`` from a client-side framework.
+
+    JSON only, so that a cross-site form cannot post a code; accepted only for providers
+    without ``authorizationURL``, whose flow the browser ran.
+    """
+    if not isinstance(provider, OAuth2Provider) or provider.settings.authorization_url is not None:
+        raise InvalidCallbackError(
+            provider.name,
+            "POST is only for providers used with a client-side framework (no authorizationURL)",
+            status_code=405,
+        )
+    if request.mimetype != "application/json":
+        raise InvalidCallbackError(provider.name, "POST body must be JSON", status_code=415)
+    body = request.get_json(silent=True)
+    code = body.get("code") if isinstance(body, dict) else None
+    if not isinstance(code, str) or not code or len(code) > MAX_CALLBACK_VALUE:
+        raise InvalidCallbackError(
+            provider.name, "POST body must be a JSON object with a 'code' string"
+        )
+    return provider.authenticate_client_code(code)
+
+
+def _handle_authentication_error(error: AuthenticationError) -> ResponseReturnValue:
+    return get_app_state().extension._respond_to_error(error.provider, error)
+
+
+def _check_redirect_urls_once() -> None:
+    state = get_app_state()
+    if state.redirect_problems is None:
+        problems = tuple(redirect_url_problems(current_app._get_current_object()))  # type: ignore[attr-defined]
+        state.redirect_problems = problems
+        for problem in problems:
+            logger.error("%s", problem)
+    if state.redirect_problems:
+        raise ConfigurationError(state.redirect_problems)
+
+
+def redirect_url_problems(app: Flask) -> list[ConfigurationProblem]:
+    """Check each provider's ``redirectURL`` path against the app's routes: it must route to the
+    authenticate endpoint (or a view of the app's own) for that provider's name."""
+    state = get_app_state(app)
+    adapter = app.url_map.bind(app.config.get("SERVER_NAME") or "localhost")
+    problems = []
+    for name, provider in state.providers.items():
+        path = urlsplit(provider.settings.redirect_url).path or "/"
+        expected = adapter.build(ENDPOINT, {"provider": name})
+        try:
+            endpoint, arguments = adapter.match(path, method="GET")
+        except RequestRedirect as moved:
+            message = f"path {path!r} redirects to {moved.new_url!r}; expected {expected!r}"
+        except (NotFound, MethodNotAllowed):
+            message = f"path {path!r} routes to no GET view; expected {expected!r}"
+        else:
+            routed = arguments.get("provider")
+            if routed is None and endpoint == ENDPOINT:
+                routed = name
+            if routed is None or routed == name:
+                continue
+            message = f"path {path!r} routes to provider {routed!r}; expected {expected!r}"
+        problems.append(ConfigurationProblem(name, "redirectURL", message))
+    return problems
+
+
+def _warn_about_untrusted_hosts(app: Flask, providers: Mapping[str, SocialProvider]) -> None:
+    relative = [name for name, p in providers.items() if p.settings.redirect_url.startswith("/")]
+    if relative and not app.config.get("TRUSTED_HOSTS") and not app.config.get("SERVER_NAME"):
+        logger.warning(
+            "providers %s have a relative redirectURL, resolved against the request's Host header,"
+            " but neither TRUSTED_HOSTS nor SERVER_NAME is set: the redirect_uri would follow a"
+            " forged Host header. Set TRUSTED_HOSTS to the app's host names.",
+            ", ".join(sorted(relative)),
+        )

@@ -1,0 +1,246 @@
+"""The protocol messages of the authorization code flow (RFC 6749 4.1, RFC 7636).
+
+oauthlib builds the messages; this module adds what oauthlib leaves to its process-wide switches
+(transport security and scope handling are checked when the configuration is loaded) and reads
+token responses strictly. Nothing here knows about Flask.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import re
+import secrets
+from collections.abc import Mapping
+from typing import Any, Final
+from urllib.parse import parse_qsl, quote
+
+from oauthlib.common import add_params_to_uri
+from oauthlib.oauth2.rfc6749.parameters import prepare_token_request
+
+from .errors import UnexpectedResponseError
+from .http_client import ProviderResponse
+from .settings import OAuth2Info, OAuth2Settings
+
+#: Bytes of randomness in a state: 192 bits, above RFC 6749 10.10's 160.
+STATE_BYTES: Final = 24
+#: Bytes of randomness in a PKCE verifier: 43 characters, RFC 7636 4.1's minimum length.
+VERIFIER_BYTES: Final = 32
+_SAFE_ERROR_CODE: Final = re.compile(r"[A-Za-z0-9_.\-]{1,64}\Z")
+
+
+def new_state() -> str:
+    """A fresh state value from :mod:`secrets`."""
+    return secrets.token_urlsafe(STATE_BYTES)
+
+
+def new_verifier() -> str:
+    """A fresh PKCE code verifier."""
+    return secrets.token_urlsafe(VERIFIER_BYTES)
+
+
+def new_nonce() -> str:
+    """A fresh OpenID Connect nonce."""
+    return secrets.token_urlsafe(16)
+
+
+def code_challenge(verifier: str) -> str:
+    """The S256 code challenge of ``verifier`` (RFC 7636 4.2); ``plain`` is never used."""
+    digest = hashlib.sha256(verifier.encode("ascii")).digest()
+    return base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii")
+
+
+def authorization_url(
+    settings: OAuth2Settings,
+    *,
+    redirect_uri: str,
+    state: str,
+    verifier: str,
+    nonce: str | None = None,
+) -> str:
+    """The address that starts the flow at the provider.
+
+    A query already present in ``authorizationURL`` is kept, and every ``authorizationParams``
+    entry is added.
+    """
+    assert settings.authorization_url is not None
+    params: list[tuple[str, str]] = [
+        ("response_type", "code"),
+        ("client_id", settings.client_id),
+        ("redirect_uri", redirect_uri),
+    ]
+    if settings.scope:
+        params.append(("scope", settings.scope))
+    params += [
+        ("state", state),
+        ("code_challenge", code_challenge(verifier)),
+        ("code_challenge_method", "S256"),
+    ]
+    if nonce is not None:
+        params.append(("nonce", nonce))
+    params.extend(settings.authorization_params.items())
+    url: str = add_params_to_uri(settings.authorization_url, params)
+    return url
+
+
+def basic_credentials(client_id: str, client_secret: str) -> str:
+    """An ``Authorization`` header value for HTTP Basic client authentication, each part
+    form-encoded first as RFC 6749 2.3.1 requires."""
+    pair = f"{quote(client_id, safe='')}:{quote(client_secret, safe='')}"
+    return "Basic " + base64.b64encode(pair.encode("utf-8")).decode("ascii")
+
+
+def token_request_body(
+    settings: OAuth2Settings,
+    *,
+    code: str,
+    redirect_uri: str,
+    verifier: str | None,
+    credentials_in_body: bool,
+) -> str:
+    """The form body of the authorization code token request."""
+    extra: dict[str, str] = dict(settings.access_token_params)
+    if credentials_in_body:
+        extra["client_secret"] = settings.client_secret
+    body: str = prepare_token_request(
+        "authorization_code",
+        code=code,
+        redirect_uri=redirect_uri,
+        code_verifier=verifier,
+        client_id=settings.client_id,
+        include_client_id=True,
+        **extra,
+    )
+    return body
+
+
+def refresh_request_body(
+    settings: OAuth2Settings, *, refresh_token: str, credentials_in_body: bool, scope: str | None
+) -> str:
+    """The form body of a refresh_token grant (RFC 6749 6)."""
+    extra: dict[str, str] = {}
+    if credentials_in_body:
+        extra["client_secret"] = settings.client_secret
+    if scope:
+        extra["scope"] = scope
+    body: str = prepare_token_request(
+        "refresh_token",
+        refresh_token=refresh_token,
+        client_id=settings.client_id,
+        include_client_id=True,
+        **extra,
+    )
+    return body
+
+
+def safe_error_code(value: str) -> str:
+    """A provider's ``error`` value fit for a log line or a message."""
+    return value if _SAFE_ERROR_CODE.match(value) else "<malformed>"
+
+
+def read_token_fields(provider: str, response: ProviderResponse, step: str) -> dict[str, Any]:
+    """The fields of a token endpoint's answer, JSON or form-encoded.
+
+    :raises UnexpectedResponseError: for a non-2xx status, HTML, a body that is not an object,
+        or an ``error`` field (also in a 200 answer, as GitHub sends). The message names the
+        provider, the step, the status and the error code, never the body.
+    """
+    media_type = response.media_type
+    fields: Any = None
+    if media_type in ("application/x-www-form-urlencoded", "text/plain") and not _looks_like_json(
+        response.body
+    ):
+        try:
+            fields = dict(parse_qsl(response.body.decode("utf-8"), strict_parsing=True))
+        except (UnicodeDecodeError, ValueError):
+            fields = None
+    elif (
+        media_type == "application/json"
+        or media_type.endswith("+json")
+        or _looks_like_json(response.body)
+    ):
+        try:
+            fields = json.loads(response.body)
+        except (UnicodeDecodeError, ValueError):
+            fields = None
+    status = response.status
+    if isinstance(fields, dict) and isinstance(fields.get("error"), str):
+        code = safe_error_code(fields["error"])
+        raise UnexpectedResponseError(provider, f"{step} failed: HTTP {status}, error {code!r}")
+    if not 200 <= status < 300:
+        raise UnexpectedResponseError(provider, f"{step} failed: HTTP {status}")
+    if media_type == "text/html":
+        raise UnexpectedResponseError(provider, f"{step}: HTTP {status} answered an HTML page")
+    if not isinstance(fields, dict):
+        what = "a JSON array" if isinstance(fields, list) else "no JSON object or form"
+        raise UnexpectedResponseError(provider, f"{step}: HTTP {status} answered {what}")
+    return fields
+
+
+def _looks_like_json(body: bytes) -> bool:
+    return body.lstrip()[:1] in (b"{", b"[")
+
+
+def parse_token_response(
+    provider: str, response: ProviderResponse, step: str = "token request"
+) -> OAuth2Info:
+    """Read a token endpoint's answer into :class:`OAuth2Info`.
+
+    ``expires_in`` given as a string is read as a number; an absent ``token_type`` is taken as
+    bearer, any other type is refused.
+
+    :raises UnexpectedResponseError: see :func:`read_token_fields`; also for a missing access
+        token or a token type other than bearer.
+    """
+    fields = read_token_fields(provider, response, step)
+    access_token = fields.pop("access_token", None)
+    if not isinstance(access_token, str) or not access_token:
+        raise UnexpectedResponseError(
+            provider, f"{step}: HTTP {response.status} answered no access_token"
+        )
+    token_type = fields.pop("token_type", None)
+    if token_type is not None and (
+        not isinstance(token_type, str) or token_type.lower() != "bearer"
+    ):
+        shown = (
+            safe_error_code(token_type)
+            if isinstance(token_type, str)
+            else type(token_type).__name__
+        )
+        raise UnexpectedResponseError(provider, f"{step}: unsupported token_type {shown!r}")
+    refresh_token = fields.pop("refresh_token", None)
+    return OAuth2Info(
+        access_token=access_token,
+        token_type=token_type if isinstance(token_type, str) else "Bearer",
+        expires_in=_seconds(fields.pop("expires_in", None)),
+        refresh_token=refresh_token if isinstance(refresh_token, str) and refresh_token else None,
+        params=fields,
+    )
+
+
+def _seconds(value: object) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value if value >= 0 else None
+    if isinstance(value, float):
+        return int(value) if value >= 0 else None
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value.strip())
+    return None
+
+
+def token_headers(
+    settings: OAuth2Settings, *, basic_auth: bool, extra: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    """Headers of a token request."""
+    headers = {
+        "Accept": "application/json",
+        "Content-Type": "application/x-www-form-urlencoded",
+    }
+    if basic_auth:
+        headers["Authorization"] = basic_credentials(settings.client_id, settings.client_secret)
+    if extra:
+        headers.update(extra)
+    return headers

@@ -1,0 +1,25 @@
+"""blinker signals for observers of sign-ins (audit logs, metrics).
+
+Both are sent with the app as sender::
+
+    from flask_social_oauth2.signals import authenticated
+
+    @authenticated.connect_via(app)
+    def audit(app, provider, info, profile): ...
+"""
+
+from __future__ import annotations
+
+from blinker import Namespace
+
+_signals = Namespace()
+
+#: Sent after a successful sign-in through the built-in route, with ``provider``
+#: (:class:`~flask_social_oauth2.SocialProvider`), ``info``
+#: (:class:`~flask_social_oauth2.OAuth2Info`) and ``profile``
+#: (:class:`~flask_social_oauth2.SocialProfile`).
+authenticated = _signals.signal("social-oauth2-authenticated")
+
+#: Sent when a sign-in through the built-in route fails, with ``provider_name`` (str) and ``error``
+#: (:class:`~flask_social_oauth2.errors.AuthenticationError`).
+authentication_failed = _signals.signal("social-oauth2-authentication-failed")

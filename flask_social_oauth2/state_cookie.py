@@ -1,0 +1,181 @@
+"""The browser-bound store of started sign-in flows: a signed cookie of the extension's own.
+
+Each flow started in a browser is recorded in that browser's cookie: the random state, the
+provider, the exact redirect_uri, the PKCE verifier, the ``next`` target, the OpenID nonce and the
+time. A callback is accepted only with a state found in the same browser's cookie, and the entry is
+removed as it is used. Nothing is kept on the server, so any process that shares ``SECRET_KEY``
+serves any step.
+
+A captured cookie together with its callback URL could be replayed until the state expires; the
+provider's single-use code is the second line of defence.
+"""
+
+from __future__ import annotations
+
+import hmac
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+from itsdangerous import BadSignature, URLSafeTimedSerializer
+
+#: Abandoned flows are dropped, oldest first, past this many...
+MAX_PENDING_FLOWS: Final = 8
+#: ...or past this many characters of cookie value, well under browsers' 4,096 byte limit.
+MAX_COOKIE_VALUE: Final = 3500
+_SALT: Final = "flask-social-oauth2.state"
+
+
+@dataclass(frozen=True, slots=True)
+class PendingFlow:
+    """One sign-in started in this browser and not yet finished."""
+
+    state: str
+    provider: str
+    redirect_uri: str
+    verifier: str | None
+    next_url: str | None
+    created: int
+    nonce: str | None = None
+
+    def to_list(self) -> list[Any]:
+        """The compact form kept in the cookie."""
+        return [
+            self.state,
+            self.provider,
+            self.redirect_uri,
+            self.verifier,
+            self.next_url,
+            self.created,
+            self.nonce,
+        ]
+
+    @classmethod
+    def from_list(cls, item: Any) -> PendingFlow | None:
+        """Read an entry, or ``None`` if it is not of the expected shape."""
+        if not isinstance(item, list) or len(item) != 7:
+            return None
+        state, provider, redirect_uri, verifier, next_url, created, nonce = item
+        if not (
+            isinstance(state, str) and isinstance(provider, str) and isinstance(redirect_uri, str)
+        ):
+            return None
+        if not isinstance(created, int) or isinstance(created, bool):
+            return None
+        if not all(
+            value is None or isinstance(value, str) for value in (verifier, next_url, nonce)
+        ):
+            return None
+        return cls(state, provider, redirect_uri, verifier, next_url, created, nonce)
+
+
+def make_serializer(
+    secret_key: str | bytes, fallbacks: Sequence[str | bytes] = ()
+) -> URLSafeTimedSerializer:
+    """The signer for the state cookie: signs with ``secret_key``, also accepts ``fallbacks``
+    (Flask's ``SECRET_KEY_FALLBACKS``) so that keys can be rotated."""
+    keys: list[Any] = [*fallbacks, secret_key]
+    return URLSafeTimedSerializer(keys, salt=_SALT)
+
+
+def decode(
+    serializer: URLSafeTimedSerializer, value: str | None, ttl: int, now: int
+) -> list[PendingFlow]:
+    """Read the flows of a cookie value; a bad, foreign or expired cookie reads as no flows."""
+    if not value or len(value) > MAX_COOKIE_VALUE * 2:
+        return []
+    try:
+        items = serializer.loads(value, max_age=ttl)
+    except (BadSignature, ValueError, TypeError):
+        return []
+    if not isinstance(items, list):
+        return []
+    flows = []
+    for item in items[:MAX_PENDING_FLOWS]:
+        flow = PendingFlow.from_list(item)
+        if flow is not None and now - ttl <= flow.created <= now + 60:
+            flows.append(flow)
+    return flows
+
+
+def encode(serializer: URLSafeTimedSerializer, flows: Sequence[PendingFlow]) -> str | None:
+    """The cookie value for ``flows`` (``None`` when there are none), dropping the oldest flows
+    until it fits :data:`MAX_PENDING_FLOWS` and :data:`MAX_COOKIE_VALUE`."""
+    kept = sorted(flows, key=lambda flow: flow.created)[-MAX_PENDING_FLOWS:]
+    while kept:
+        value = serializer.dumps([flow.to_list() for flow in kept])
+        if len(value) <= MAX_COOKIE_VALUE:
+            return value
+        kept = kept[1:]
+    return None
+
+
+def find(flows: Iterable[PendingFlow], state: str) -> PendingFlow | None:
+    """The flow whose state equals ``state``, compared in constant time."""
+    found = None
+    candidate = state.encode()
+    for flow in flows:
+        if hmac.compare_digest(flow.state.encode(), candidate):
+            found = flow
+    return found
+
+
+def now() -> int:
+    """The time as the cookie records it."""
+    return int(time.time())
+
+
+_G_FLOWS: Final = "_social_oauth2_flows"
+
+
+def load_flows() -> list[PendingFlow]:
+    """The current browser's pending flows, read once per request (kept in :data:`flask.g`)."""
+    from flask import current_app, g, request
+
+    from .app_state import get_app_state
+
+    flows: list[PendingFlow] | None = g.get(_G_FLOWS)
+    if flows is None:
+        state = get_app_state()
+        serializer = state.serializer(current_app)
+        flows = decode(serializer, request.cookies.get(state.cookie_name), state.state_ttl, now())
+        setattr(g, _G_FLOWS, flows)
+    return list(flows)
+
+
+def save_flows(flows: list[PendingFlow]) -> None:
+    """Replace the current browser's pending flows; the cookie is written on the response."""
+    from flask import after_this_request, g
+
+    first_save = g.get(_G_FLOWS + "_dirty") is None
+    setattr(g, _G_FLOWS, list(flows))
+    setattr(g, _G_FLOWS + "_dirty", True)
+    if first_save:
+        after_this_request(_write_cookie)
+
+
+def _write_cookie(response: Any) -> Any:
+    from flask import current_app, g, request
+
+    from .app_state import get_app_state
+
+    state = get_app_state()
+    value = encode(state.serializer(current_app), g.get(_G_FLOWS) or [])
+    secure = request.is_secure
+    if value is None:
+        response.delete_cookie(
+            state.cookie_name, path=state.cookie_path, secure=secure, httponly=True, samesite="Lax"
+        )
+    else:
+        response.set_cookie(
+            state.cookie_name,
+            value,
+            max_age=state.state_ttl,
+            path=state.cookie_path,
+            secure=secure,
+            httponly=True,
+            samesite="Lax",
+        )
+    response.vary.add("Cookie")
+    return response

@@ -72,6 +72,12 @@ def _type_name(value: object) -> str:
         return "a list"
     if value is None:
         return "nothing (null)"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
     return f"a {type(value).__name__}"
 
 

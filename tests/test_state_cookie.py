@@ -1,0 +1,90 @@
+"""The signed cookie of started flows."""
+
+from __future__ import annotations
+
+import pytest
+
+from flask_social_oauth2 import flow
+from flask_social_oauth2.state_cookie import (
+    MAX_COOKIE_VALUE,
+    MAX_PENDING_FLOWS,
+    PendingFlow,
+    decode,
+    encode,
+    find,
+    make_serializer,
+)
+
+
+def pending(index: int, created: int = 1_000_000, next_url: str | None = "/") -> PendingFlow:
+    return PendingFlow(
+        state=flow.new_state(),
+        provider=f"p{index}",
+        redirect_uri="https://app.example/authenticate/github",
+        verifier=flow.new_verifier(),
+        next_url=next_url,
+        created=created + index,
+        nonce=flow.new_nonce(),
+    )
+
+
+def test_round_trip() -> None:
+    serializer = make_serializer("key")
+    flows = [pending(0), pending(1)]
+    value = encode(serializer, flows)
+    assert decode(serializer, value, ttl=600, now=1_000_010) == flows
+
+
+def test_a_foreign_key_reads_as_no_flows() -> None:
+    value = encode(make_serializer("key"), [pending(0)])
+    assert decode(make_serializer("other"), value, ttl=600, now=1_000_010) == []
+
+
+def test_fallback_keys_are_accepted_for_rotation() -> None:
+    value = encode(make_serializer("old"), [pending(0)])
+    assert len(decode(make_serializer("new", ["old"]), value, ttl=600, now=1_000_010)) == 1
+
+
+@pytest.mark.parametrize("value", [None, "", "garbage", "a.b.c", "x" * 10_000])
+def test_garbage_reads_as_no_flows(value: str | None) -> None:
+    assert decode(make_serializer("key"), value, ttl=600, now=0) == []
+
+
+def test_entries_of_the_wrong_shape_are_dropped() -> None:
+    serializer = make_serializer("key")
+    value = serializer.dumps([["only", "three", "items"], pending(0).to_list(), "x", None])
+    assert [f.provider for f in decode(serializer, value, ttl=600, now=1_000_010)] == ["p0"]
+
+
+def test_expired_entries_are_dropped() -> None:
+    serializer = make_serializer("key")
+    value = encode(serializer, [pending(0, created=100), pending(1, created=1000)])
+    assert [f.provider for f in decode(serializer, value, ttl=600, now=1200)] == ["p1"]
+
+
+def test_abandoned_flows_are_capped_oldest_first() -> None:
+    flows = [pending(index) for index in range(50)]
+    serializer = make_serializer("key")
+    value = encode(serializer, flows)
+    assert value is not None
+    assert len(value) <= MAX_COOKIE_VALUE
+    kept = decode(serializer, value, ttl=600, now=1_000_100)
+    assert [f.provider for f in kept] == [f"p{i}" for i in range(50 - MAX_PENDING_FLOWS, 50)]
+
+
+def test_long_next_values_still_fit() -> None:
+    flows = [pending(index, next_url="/" + "n" * 510) for index in range(8)]
+    value = encode(make_serializer("key"), flows)
+    assert value is not None
+    assert len(value) <= MAX_COOKIE_VALUE
+
+
+def test_no_flows_means_no_cookie() -> None:
+    assert encode(make_serializer("key"), []) is None
+
+
+def test_find_compares_every_entry() -> None:
+    flows = [pending(0), pending(1)]
+    assert find(flows, flows[1].state) is flows[1]
+    assert find(flows, flows[1].state[:-1]) is None
+    assert find(flows, "") is None

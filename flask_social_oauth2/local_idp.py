@@ -569,6 +569,7 @@ _CSS: Final = (
     "button.primary{background:var(--accent);border-color:var(--accent);color:#fff}"
     ".error{background:var(--errbg);color:var(--err);border-radius:8px;"
     "padding:.6rem .8rem;margin:1rem 0 0}"
+    ".error+p{margin-top:1rem}"
     "footer{margin-top:1.5rem;font-size:.8rem;color:var(--muted)}"
 )
 _CSS_HASH: Final = base64.b64encode(hashlib.sha256(_CSS.encode()).digest()).decode()
@@ -777,6 +778,17 @@ def create_idp_app(provider: LocalIdentityProvider) -> Flask:
                 )
             params = [(k, v) for k, v in request.form.items(multi=True) if k not in _FORM_FIELDS]
             end_user = None
+            # Before anything else: a form this provider did not render for
+            # exactly these parameters (a cross-site POST) changes nothing.
+            if not hmac.compare_digest(
+                request.form.get("csrf_token", "").encode(),
+                provider._csrf_token(params).encode(),
+            ):
+                return _error_page(
+                    "invalid_request",
+                    "The consent form was not issued by this provider for this request. "
+                    "Start the sign-in again.",
+                )
 
         try:
             grant = server.get_consent_grant(end_user=end_user)
@@ -816,15 +828,6 @@ def create_idp_app(provider: LocalIdentityProvider) -> Flask:
                 email=login_hint if _EMAIL_RE.fullmatch(login_hint) else "",
             )
 
-        if not hmac.compare_digest(
-            request.form.get("csrf_token", "").encode(),
-            provider._csrf_token(params).encode(),
-        ):
-            return _error_page(
-                "invalid_request",
-                "The consent form was not issued by this provider for this request. "
-                "Start the sign-in again.",
-            )
         decision = request.form.get("decision")
         if decision == "deny":
             return server.create_authorization_response(  # type: ignore[no-any-return]
@@ -854,8 +857,12 @@ def create_idp_app(provider: LocalIdentityProvider) -> Flask:
 
     @app.post("/token")
     def token() -> Response:
-        with provider._token_lock:
-            response = provider._token_response()
+        try:
+            with provider._token_lock:
+                response = provider._token_response()
+        except Exception:
+            provider._record_token_request(500)
+            raise
         provider._record_token_request(response.status_code)
         return response
 
@@ -921,6 +928,10 @@ class LocalIdentityProvider:
         announce it in the discovery document.
     :raises ValueError: if ``host`` is not loopback or a number is out of range.
 
+    .. attribute:: app
+
+        The Flask application serving the endpoints (see :func:`create_idp_app`).
+
     .. attribute:: auto_approve
 
         When set to a :class:`LocalUser`, ``GET /authorize`` approves at once
@@ -931,12 +942,6 @@ class LocalIdentityProvider:
         An :data:`IdTokenTamper` applied to the ID token's header and claims
         just before signing, to test a client's ID-token verification.
 
-    .. attribute:: sign_id_token_with
-
-        ``"key"`` (default: the published key), ``"other_key"`` (an unpublished
-        key carrying the published ``kid``) or ``"none"`` (an unsigned token,
-        ``alg: none``). With ``"key"`` or ``"other_key"`` the header's ``alg``
-        (possibly changed by :attr:`id_token_tamper`) must be an RSA algorithm.
     """
 
     def __init__(
@@ -967,7 +972,7 @@ class LocalIdentityProvider:
 
         self.auto_approve: LocalUser | None = None
         self.id_token_tamper: IdTokenTamper | None = None
-        self.sign_id_token_with: IdTokenSigning = "key"  # noqa: S105 - a key choice
+        self._sign_id_token_with: IdTokenSigning = "key"  # noqa: S105 - a key choice
 
         self._lock = threading.RLock()
         # Token requests are handled one at a time, so that checking and
@@ -999,6 +1004,25 @@ class LocalIdentityProvider:
         self._bound_port: int | None = None
         self._started = False
         self.app: Flask = create_idp_app(self)
+
+    @property
+    def sign_id_token_with(self) -> IdTokenSigning:
+        """Which key signs ID tokens.
+
+        ``"key"`` (default: the published key), ``"other_key"`` (an unpublished
+        key carrying the published ``kid``) or ``"none"`` (an unsigned token,
+        ``alg: none``). With ``"key"`` or ``"other_key"`` the header's ``alg``
+        (possibly changed by :attr:`id_token_tamper`) must be an RSA algorithm.
+
+        :raises ValueError: when set to anything else.
+        """
+        return self._sign_id_token_with
+
+    @sign_id_token_with.setter
+    def sign_id_token_with(self, value: IdTokenSigning) -> None:
+        if value not in get_args(IdTokenSigning):
+            raise ValueError(f"sign_id_token_with must be one of {get_args(IdTokenSigning)}.")
+        self._sign_id_token_with = value
 
     def _create_authorization_server(self) -> _AuthorizationServer:
         server = _AuthorizationServer(self)
@@ -1087,8 +1111,10 @@ class LocalIdentityProvider:
         self.stop()
 
     def __repr__(self) -> str:
-        where = self.url if (self._bound_port or self._port) else "not started"
-        return f"<LocalIdentityProvider {where} clients={sorted(self._clients)}>"
+        where = self.url if self.port else "not started"
+        with self._lock:
+            clients = sorted(self._clients)
+        return f"<LocalIdentityProvider {where} clients={clients}>"
 
     # -- addresses ----------------------------------------------------------------
 

@@ -13,12 +13,14 @@ from flask import Flask
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from fault_server import FaultServer  # noqa: E402
+import requests
+from fault_server import FaultServer
 
-from flask_social_oauth2 import SocialOAuth2  # noqa: E402
+from flask_social_oauth2 import SocialOAuth2
+from flask_social_oauth2.local_idp import LocalIdentityProvider, LocalUser
 
 CLIENT_ID = "test-client"
-CLIENT_SECRET = "s3cr3t-client-secret-value"  # noqa: S105 - a test secret, searched for in logs
+CLIENT_SECRET = "s3cr3t-client-secret-value"
 
 MakeApp = Callable[..., Flask]
 
@@ -107,3 +109,54 @@ def fault_app(make_app: MakeApp, server: FaultServer, **config: Any) -> Flask:
         apiURL=f"{server.url}/userinfo",
     )
     return make_app({"faulty": block}, **config)
+
+
+ALICE = LocalUser.from_name_email("Alice Example", "alice@example.test")
+LOCAL_REDIRECT = "http://localhost/authenticate/local"
+
+
+@pytest.fixture
+def idp() -> Iterator[LocalIdentityProvider]:
+    """A real OAuth 2.0 / OpenID Connect authorization server on loopback, approving as Alice."""
+    with LocalIdentityProvider() as server:
+        server.register_client(
+            CLIENT_ID, CLIENT_SECRET, [LOCAL_REDIRECT, "https://localhost/authenticate/local"]
+        )
+        server.auto_approve = ALICE
+        yield server
+
+
+def idp_block(server: LocalIdentityProvider, **changes: Any) -> dict[str, Any]:
+    """The provider block for ``server`` under the name ``local``."""
+    block: dict[str, Any] = server.settings_block(CLIENT_ID, CLIENT_SECRET, "/authenticate/local")
+    block.update(changes)
+    return block
+
+
+@pytest.fixture
+def idp_app(make_app: MakeApp, idp: LocalIdentityProvider) -> Flask:
+    """An app with one provider, ``local``, served by :func:`idp`."""
+    return make_app({"local": idp_block(idp)})
+
+
+def follow_to_provider(location: str) -> str:
+    """Follow the app's redirect to the provider (auto-approving); the callback URL it returns."""
+    answer = requests.get(location, allow_redirects=False, timeout=10)
+    assert answer.status_code in (302, 303), answer.text
+    callback: str = answer.headers["Location"]
+    return callback
+
+
+def callback_path(callback: str) -> str:
+    """The path and query of a callback URL, for the test client."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(callback)
+    return f"{parts.path}?{parts.query}"
+
+
+def sign_in(client: Any, provider: str = "local", **query: str) -> Any:
+    """Run a whole sign-in with the app's test client against the real provider."""
+    started = client.get(f"/authenticate/{provider}", query_string=query)
+    assert started.status_code == 302, started.text
+    return client.get(callback_path(follow_to_provider(started.headers["Location"])))

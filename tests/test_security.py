@@ -1,0 +1,642 @@
+"""Every line of SECURITY.md, proved against a real authorization server on loopback.
+
+Test names carry the line's number (``test_sNN_...``). The authorization server is
+:class:`~flask_social_oauth2.local_idp.LocalIdentityProvider` (Authlib's server classes): it
+checks PKCE, client authentication, code reuse and redirect_uri equality itself, and records
+every request it receives.
+"""
+
+from __future__ import annotations
+
+import base64
+import hmac
+import time
+import tracemalloc
+from typing import Any
+from urllib.parse import parse_qsl, urlsplit
+
+import pytest
+from conftest import (
+    ALICE,
+    CLIENT_SECRET,
+    MakeApp,
+    callback_path,
+    fault_app,
+    follow_to_provider,
+    idp_block,
+    sign_in,
+    start_flow,
+)
+from fault_server import Behaviour, FaultServer
+from flask import Flask
+from werkzeug.middleware.proxy_fix import ProxyFix
+
+from flask_social_oauth2 import (
+    OAuth2Info,
+    SocialOAuth2,
+    SocialProfile,
+    SocialProvider,
+    state_cookie,
+)
+from flask_social_oauth2.errors import AuthenticationError, ConfigurationError
+from flask_social_oauth2.local_idp import LocalIdentityProvider, LocalUser
+
+COOKIE = "social_oauth2_state"
+
+
+def extension(app: Flask) -> SocialOAuth2:
+    social: SocialOAuth2 = app.extensions["social_oauth2"].extension
+    return social
+
+
+def begin(client: Any, provider: str = "local", **query: str) -> str:
+    """Start a flow; the provider's callback URL after auto-approval."""
+    started = client.get(f"/authenticate/{provider}", query_string=query)
+    assert started.status_code == 302
+    return follow_to_provider(started.headers["Location"])
+
+
+def query_of(url: str) -> dict[str, str]:
+    return dict(parse_qsl(urlsplit(url).query))
+
+
+def state_cookie_value(client: Any) -> str | None:
+    cookie = client.get_cookie(COOKIE)
+    return None if cookie is None else str(cookie.value)
+
+
+# -- State and CSRF -----------------------------------------------------------------------------
+
+
+def test_s01_state_is_unique_and_has_at_least_160_bits(idp_app: Flask) -> None:
+    client = idp_app.test_client()
+    states = set()
+    for _ in range(1000):
+        state = start_flow(client, "local")["state"]
+        raw = base64.urlsafe_b64decode(state + "=" * (-len(state) % 4))
+        assert len(raw) >= 20
+        states.add(state)
+    assert len(states) == 1000
+
+
+def test_s02_state_is_bound_to_the_browser_that_started(
+    idp_app: Flask, idp: LocalIdentityProvider
+) -> None:
+    browser_a = idp_app.test_client()
+    browser_b = idp_app.test_client()
+    callback = begin(browser_a)
+    browser_b.get("/authenticate/local")  # B has a state cookie of its own
+    response = browser_b.get(callback_path(callback))
+    assert response.status_code == 400
+    assert idp.token_requests == []
+    assert browser_a.get(callback_path(callback)).status_code == 302
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        {"code": "c"},
+        {"code": "c", "state": ""},
+        {"code": "c", "state": "wrong-state-value-wrong-state-value"},
+    ],
+    ids=["missing", "empty", "wrong"],
+)
+def test_s03_bad_state_is_refused_before_any_call(
+    idp_app: Flask, idp: LocalIdentityProvider, query: dict[str, str]
+) -> None:
+    client = idp_app.test_client()
+    callback = begin(client)
+    real = query_of(callback)
+    query = {**query, "code": real["code"]}
+    response = client.get("/authenticate/local", query_string=query)
+    assert 400 <= response.status_code < 500
+    assert idp.token_requests == []
+
+
+def test_s03_duplicated_state_is_refused_before_any_call(
+    idp_app: Flask, idp: LocalIdentityProvider
+) -> None:
+    client = idp_app.test_client()
+    real = query_of(begin(client))
+    response = client.get(
+        f"/authenticate/local?code={real['code']}&state={real['state']}&state={real['state']}"
+    )
+    assert response.status_code == 400
+    assert idp.token_requests == []
+
+
+def test_s04_state_is_single_use(idp_app: Flask, idp: LocalIdentityProvider) -> None:
+    client = idp_app.test_client()
+    callback = begin(client)
+    assert client.get(callback_path(callback)).status_code == 302
+    replay = client.get(callback_path(callback))
+    assert replay.status_code == 400
+    assert len(idp.token_requests) == 1
+
+
+def test_s05_state_expires(
+    idp_app: Flask, idp: LocalIdentityProvider, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    client = idp_app.test_client()
+    callback = begin(client)
+    started = int(time.time())
+    monkeypatch.setattr(state_cookie, "now", lambda: started + 601)
+    response = client.get(callback_path(callback))
+    assert response.status_code == 400
+    assert "invalid or has expired" in response.text
+    assert idp.token_requests == []
+
+
+def test_s05_state_ttl_is_configurable(
+    make_app: MakeApp, idp: LocalIdentityProvider, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    app = make_app({"local": idp_block(idp)}, SOCIAL_OAUTH2_STATE_TTL=60)
+    client = app.test_client()
+    callback = begin(client)
+    started = int(time.time())
+    monkeypatch.setattr(state_cookie, "now", lambda: started + 30)
+    assert client.get(callback_path(callback)).status_code == 302
+    callback = begin(client)  # created at started + 30
+    monkeypatch.setattr(state_cookie, "now", lambda: started + 30 + 61)
+    assert client.get(callback_path(callback)).status_code == 400
+
+
+def test_s06_state_comparison_is_constant_time(
+    idp_app: Flask, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: list[tuple[bytes, bytes]] = []
+    real_compare = hmac.compare_digest
+
+    def spy(a: bytes, b: bytes) -> bool:
+        calls.append((a, b))
+        return real_compare(a, b)
+
+    monkeypatch.setattr(hmac, "compare_digest", spy)
+    client = idp_app.test_client()
+    callback = begin(client)
+    assert client.get(callback_path(callback)).status_code == 302
+    assert (query_of(callback)["state"].encode(),) * 2 in calls
+
+
+def test_s07_parallel_flows_each_complete(make_app: MakeApp, idp: LocalIdentityProvider) -> None:
+    idp.register_client("second", "second-secret", ["http://localhost/authenticate/second"])
+    second = idp.settings_block("second", "second-secret", "/authenticate/second")
+    app = make_app({"local": idp_block(idp), "second": second})
+    client = app.test_client()
+    tab_one = begin(client)
+    tab_two = begin(client)
+    other_provider = begin(client, "second")
+    assert client.get(callback_path(other_provider)).status_code == 302
+    assert client.get(callback_path(tab_two)).status_code == 302
+    assert client.get(callback_path(tab_one)).status_code == 302
+    assert len(idp.token_requests) == 3
+
+
+def test_s07_cookie_stays_small_after_50_abandoned_flows(
+    idp_app: Flask, idp: LocalIdentityProvider
+) -> None:
+    client = idp_app.test_client()
+    for _ in range(50):
+        response = client.get("/authenticate/local", query_string={"next": "/" + "n" * 500})
+        header = response.headers["Set-Cookie"]
+        assert len(header) < 4093
+    assert sign_in(client).status_code == 302
+
+
+# -- PKCE and redirect URIs ---------------------------------------------------------------------
+
+
+def test_s08_pkce_s256_with_a_fresh_verifier(idp_app: Flask, idp: LocalIdentityProvider) -> None:
+    client = idp_app.test_client()
+    sign_in(client)
+    sign_in(client)
+    first, second = idp.authorization_requests
+    assert first["code_challenge_method"] == second["code_challenge_method"] == "S256"
+    assert first["code_challenge"] != second["code_challenge"]
+    verifiers = [request.form["code_verifier"] for request in idp.token_requests]
+    assert len(set(verifiers)) == 2
+    assert all(len(verifier) >= 43 for verifier in verifiers)
+
+
+def test_s08_the_server_rejects_a_swapped_verifier(
+    idp_app: Flask, idp: LocalIdentityProvider
+) -> None:
+    client = idp_app.test_client()
+    first = begin(client)
+    begin(client)
+    serializer = idp_app.extensions["social_oauth2"].serializer(idp_app)
+    flows = state_cookie.decode(serializer, state_cookie_value(client), 600, state_cookie.now())
+    one, two = flows
+    swapped = [
+        state_cookie.PendingFlow(**{**_fields(one), "verifier": two.verifier}),
+        state_cookie.PendingFlow(**{**_fields(two), "verifier": one.verifier}),
+    ]
+    value = state_cookie.encode(serializer, swapped)
+    assert value is not None
+    client.set_cookie(COOKIE, value)
+    response = client.get(callback_path(first))
+    assert response.status_code == 502
+    (token_request,) = idp.token_requests
+    assert token_request.status_code == 400
+
+
+def _fields(flow: state_cookie.PendingFlow) -> dict[str, Any]:
+    names = ("state", "provider", "redirect_uri", "verifier", "next_url", "created", "nonce")
+    return {name: getattr(flow, name) for name in names}
+
+
+def test_s09_token_request_repeats_the_exact_redirect_uri(
+    idp_app: Flask, idp: LocalIdentityProvider
+) -> None:
+    sign_in(idp_app.test_client())
+    (authorization,) = idp.authorization_requests
+    (token,) = idp.token_requests
+    assert token.form["redirect_uri"].encode() == authorization["redirect_uri"].encode()
+    assert token.status_code == 200
+
+
+def test_s10_foreign_host_is_refused_with_trusted_hosts(idp_app: Flask) -> None:
+    response = idp_app.test_client().get("/authenticate/local", headers={"Host": "evil.example"})
+    assert response.status_code == 400
+    assert "Location" not in response.headers
+
+
+def test_s10_forwarded_host_without_proxy_fix_changes_nothing(idp_app: Flask) -> None:
+    query = start_flow(
+        idp_app.test_client(),
+        "local",
+    )
+    client = idp_app.test_client()
+    response = client.get(
+        "/authenticate/local",
+        headers={"X-Forwarded-Host": "evil.example", "X-Forwarded-Proto": "https"},
+    )
+    redirect_uri = query_of(response.headers["Location"])["redirect_uri"]
+    assert redirect_uri == query["redirect_uri"] == "http://localhost/authenticate/local"
+
+
+def test_s10_proxy_fix_gives_an_https_redirect_uri(
+    idp_app: Flask, idp: LocalIdentityProvider
+) -> None:
+    idp_app.wsgi_app = ProxyFix(idp_app.wsgi_app, x_proto=1)  # type: ignore[method-assign]
+    client = idp_app.test_client()
+    started = client.get("/authenticate/local", headers={"X-Forwarded-Proto": "https"})
+    assert query_of(started.headers["Location"])["redirect_uri"] == (
+        "https://localhost/authenticate/local"
+    )
+    assert "Secure" in started.headers["Set-Cookie"]
+
+
+def test_s10_redirect_is_not_cached(idp_app: Flask) -> None:
+    response = idp_app.test_client().get("/authenticate/local")
+    assert response.headers["Cache-Control"] == "no-store"
+
+
+@pytest.mark.parametrize(
+    "target",
+    [
+        "https://evil",
+        "//evil",
+        "////evil",
+        "/\\evil",
+        "\\\\evil",
+        "https:evil",
+        "/%09/evil",
+        "/\t/evil",
+        "javascript:alert(1)",
+    ],
+)
+def test_s11_next_is_a_same_origin_path_only(idp_app: Flask, target: str) -> None:
+    client = idp_app.test_client()
+    started = client.get(f"/authenticate/local?next={target}")
+    callback = follow_to_provider(started.headers["Location"])
+    response = client.get(callback_path(callback))
+    assert response.status_code == 302
+    assert response.headers["Location"] == "/"
+
+
+def test_s11_next_is_kept_with_the_state(idp_app: Flask) -> None:
+    client = idp_app.test_client()
+    callback = begin(client, next="/dashboard?tab=2")
+    response = client.get(callback_path(callback) + "&next=https://evil")
+    assert response.headers["Location"] == "/dashboard?tab=2"
+
+
+# -- Callback input -----------------------------------------------------------------------------
+
+
+def test_s12_access_denied_is_an_access_denied_error(
+    idp_app: Flask, idp: LocalIdentityProvider
+) -> None:
+    errors: list[AuthenticationError] = []
+    idp.deny_next("access_denied", "<script>alert(1)</script>")
+
+    @extension(idp_app).on_error
+    def failed(provider_name: str, error: AuthenticationError) -> Any:
+        errors.append(error)
+        return "denied", error.status_code
+
+    client = idp_app.test_client()
+    response = client.get(callback_path(begin(client)))
+    assert response.status_code == 403
+    assert type(errors[0]).__name__ == "AccessDeniedError"
+    assert idp.token_requests == []
+
+
+@pytest.mark.parametrize("code", ["server_error", "temporarily_unavailable", "invalid_scope"])
+def test_s12_other_errors_are_authentication_errors_and_never_reflected(
+    idp_app: Flask, idp: LocalIdentityProvider, code: str
+) -> None:
+    client = idp_app.test_client()
+    query = start_flow(client, "local")
+    response = client.get(
+        "/authenticate/local",
+        query_string={
+            "error": code,
+            "error_description": "<script>alert(1)</script>",
+            "state": query["state"],
+        },
+    )
+    assert 400 <= response.status_code < 500
+    assert "<script>" not in response.text
+    assert "alert(1)" not in response.text
+    assert idp.token_requests == []
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "code=a&code=b&state=s",
+        "code=c&state=a&state=b",
+        "code=" + "c" * 2049 + "&state=s",
+        "code=c&state=" + "s" * 2049,
+    ],
+    ids=["double-code", "double-state", "long-code", "long-state"],
+)
+def test_s13_oversized_or_repeated_parameters_get_400_before_any_work(
+    idp_app: Flask, idp: LocalIdentityProvider, query: str
+) -> None:
+    client = idp_app.test_client()
+    start_flow(client, "local")
+    response = client.get(f"/authenticate/local?{query}")
+    assert response.status_code == 400
+    assert idp.token_requests == []
+
+
+def test_s14_flow_pages_send_no_referrer_and_load_nothing_from_third_parties(
+    idp_app: Flask, idp: LocalIdentityProvider
+) -> None:
+    client = idp_app.test_client()
+    started = client.get("/authenticate/local")
+    assert started.headers["Referrer-Policy"] == "no-referrer"
+    finished = client.get(callback_path(follow_to_provider(started.headers["Location"])))
+    assert finished.headers["Referrer-Policy"] == "no-referrer"
+    failed = client.get("/authenticate/local?code=x&state=nope")
+    assert failed.headers["Referrer-Policy"] == "no-referrer"
+    assert "default-src 'none'" in failed.headers["Content-Security-Policy"]
+    assert "src=" not in failed.text
+    assert "http" not in failed.text.split("</head>")[1]
+
+
+# -- Back channel -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("key", "url"),
+    [
+        ("accessTokenURL", "http://provider.example/token"),
+        ("apiURL", "http://provider.example/me"),
+        ("accessTokenURL", "http://localhost:80@attacker.test/"),
+        ("apiURL", "http://127.0.0.1.attacker.test/me"),
+    ],
+)
+def test_s15_plain_http_only_for_loopback_checked_at_load(
+    make_app: MakeApp, idp: LocalIdentityProvider, key: str, url: str
+) -> None:
+    with pytest.raises(ConfigurationError, match=key):
+        make_app({"local": idp_block(idp, **{key: url})})
+
+
+def test_s15_loopback_http_works_without_environment_switches(
+    idp_app: Flask, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("OAUTHLIB_INSECURE_TRANSPORT", raising=False)
+    monkeypatch.delenv("AUTHLIB_INSECURE_TRANSPORT", raising=False)
+    assert sign_in(idp_app.test_client()).status_code == 302
+    import os
+
+    assert "OAUTHLIB_INSECURE_TRANSPORT" not in os.environ
+    assert "OAUTHLIB_RELAX_TOKEN_SCOPE" not in os.environ
+
+
+def test_s16_timeouts_are_enforced(make_app: MakeApp, fault_server: FaultServer) -> None:
+    fault_server.set("/token", Behaviour.hang())
+    app = fault_app(make_app, fault_server, SOCIAL_OAUTH2_TIMEOUT=0.5)
+    client = app.test_client()
+    query = start_flow(client, "faulty")
+    began = time.monotonic()
+    response = client.get(
+        "/authenticate/faulty", query_string={"code": "c", "state": query["state"]}
+    )
+    assert time.monotonic() - began < 1.5
+    assert response.status_code == 504
+
+
+def test_s17_response_bodies_are_capped_with_bounded_memory(
+    make_app: MakeApp, fault_server: FaultServer
+) -> None:
+    fault_server.set("/token", Behaviour.huge(50 * 1024 * 1024))
+    app = fault_app(make_app, fault_server)
+    client = app.test_client()
+    query = start_flow(client, "faulty")
+    tracemalloc.start()
+    try:
+        response = client.get(
+            "/authenticate/faulty", query_string={"code": "c", "state": query["state"]}
+        )
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert response.status_code == 502
+    assert peak < 8 * 1024 * 1024
+
+
+@pytest.mark.parametrize(
+    "kind", ["server_error", "invalid_grant", "no_access_token", "html", "error_in_200"]
+)
+def test_s18_token_response_is_validated(
+    idp_app: Flask, idp: LocalIdentityProvider, kind: Any, captured_logs: list[Any]
+) -> None:
+    idp.fail_next_token(kind)
+    response = sign_in(idp_app.test_client())
+    assert response.status_code == 502
+    failures = [r.getMessage() for r in captured_logs if "sign-in failed" in r.getMessage()]
+    assert len(failures) == 1
+    assert "provider 'local'" in failures[0]
+    assert "HTTP" in failures[0]
+    assert idp.userinfo_requests == []
+
+
+def test_s19_access_token_goes_in_the_authorization_header(
+    idp_app: Flask, idp: LocalIdentityProvider
+) -> None:
+    tokens: list[OAuth2Info] = []
+
+    @extension(idp_app).on_authenticated
+    def done(provider: SocialProvider, info: OAuth2Info, profile: SocialProfile) -> str:
+        tokens.append(info)
+        return "ok"
+
+    assert sign_in(idp_app.test_client()).text == "ok"
+    (userinfo,) = idp.userinfo_requests
+    headers = {key.lower(): value for key, value in userinfo.items()}
+    assert headers["authorization"] == f"Bearer {tokens[0].access_token}"
+
+
+def _secrets_of_a_flow(
+    app: Flask, idp: LocalIdentityProvider
+) -> tuple[list[str], list[OAuth2Info]]:
+    tokens: list[OAuth2Info] = []
+
+    @extension(app).on_authenticated
+    def done(provider: SocialProvider, info: OAuth2Info, profile: SocialProfile) -> str:
+        tokens.append(info)
+        return f"{info!r} {profile!r}"
+
+    client = app.test_client()
+    callback = begin(client)
+    response = client.get(callback_path(callback))
+    assert response.status_code == 200
+    for text in (response.text,):
+        assert tokens[0].access_token not in text
+    found = [CLIENT_SECRET, query_of(callback)["code"], idp.token_requests[0].form["code_verifier"]]
+    info = tokens[0]
+    found += [info.access_token, str(info.refresh_token), str(info.params.get("id_token"))]
+    return found, tokens
+
+
+def test_s20_secrets_never_reach_logs_reprs_or_errors(
+    make_app: MakeApp, idp: LocalIdentityProvider, captured_logs: list[Any]
+) -> None:
+    app = make_app({"local": idp_block(idp)})
+    secrets, tokens = _secrets_of_a_flow(app, idp)
+    errors: list[AuthenticationError] = []
+
+    @extension(app).on_error
+    def failed(provider_name: str, error: AuthenticationError) -> Any:
+        errors.append(error)
+        return "failed", error.status_code
+
+    client = app.test_client()
+    # every failure path: replay, wrong state, denied, bad token answer, profile failure
+    callback = begin(client)
+    client.get(callback_path(callback))
+    client.get(callback_path(callback))
+    secrets.append(query_of(callback)["code"])
+    client.get(f"/authenticate/local?code={query_of(callback)['code']}&state=wrong")
+    idp.deny_next()
+    client.get(callback_path(begin(client)))
+    for kind in ("server_error", "no_access_token", "html", "error_in_200", "invalid_grant"):
+        idp.fail_next_token(kind)
+        callback = begin(client)
+        secrets.append(query_of(callback)["code"])
+        client.get(callback_path(callback))
+    idp.revoke_access_tokens()
+    callback = begin(client)
+    secrets.append(query_of(callback)["code"])
+    client.get(callback_path(callback))
+    assert len(errors) >= 8
+    texts = [record.getMessage() for record in captured_logs]
+    texts += [f"{record.args!r}" for record in captured_logs]
+    texts += [str(error) for error in errors] + [repr(error) for error in errors]
+    texts += [repr(info) for info in tokens] + [str(info) for info in tokens]
+    texts += [repr(provider) for provider in app.extensions["social_oauth2"].providers.values()]
+    texts += [repr(p.settings) for p in app.extensions["social_oauth2"].providers.values()]
+    assert len(captured_logs) > 20
+    for secret in secrets:
+        assert len(secret) >= 8
+        leaks = [text for text in texts if secret in text]
+        assert leaks == [], f"a secret leaked: {leaks[:2]}"
+
+
+# -- Several providers and sign-in --------------------------------------------------------------
+
+
+def test_s21_callback_at_another_providers_route_is_refused(
+    make_app: MakeApp, idp: LocalIdentityProvider
+) -> None:
+    idp.register_client("second", "second-secret", ["http://localhost/authenticate/second"])
+    second = idp.settings_block("second", "second-secret", "/authenticate/second")
+    app = make_app({"local": idp_block(idp), "second": second})
+    client = app.test_client()
+    callback = begin(client, "local")
+    response = client.get("/authenticate/second?" + urlsplit(callback).query)
+    assert response.status_code == 400
+    assert idp.token_requests == []
+
+
+def test_s21_iss_must_equal_the_expected_issuer(make_app: MakeApp) -> None:
+    with LocalIdentityProvider(iss_parameter=True) as server:
+        from conftest import CLIENT_ID, LOCAL_REDIRECT
+
+        server.register_client(CLIENT_ID, CLIENT_SECRET, [LOCAL_REDIRECT])
+        server.auto_approve = ALICE
+        good = make_app({"local": idp_block(server, customProperties={"issuer": server.issuer})})
+        assert sign_in(good.test_client()).status_code == 302
+        wrong = make_app(
+            {"local": idp_block(server, customProperties={"issuer": "https://other.example"})}
+        )
+        client = wrong.test_client()
+        callback = begin(client)
+        assert query_of(callback)["iss"] == server.issuer
+        assert client.get(callback_path(callback)).status_code == 400
+        assert len(server.token_requests) == 1
+
+
+def test_s22_users_are_identified_by_provider_and_immutable_id(
+    idp_app: Flask, idp: LocalIdentityProvider
+) -> None:
+    profiles: list[SocialProfile] = []
+
+    @extension(idp_app).on_authenticated
+    def done(provider: SocialProvider, info: OAuth2Info, profile: SocialProfile) -> str:
+        profiles.append(profile)
+        return "ok"
+
+    client = idp_app.test_client()
+    sign_in(client)
+    idp.auto_approve = LocalUser(
+        sub=ALICE.sub, name="Alice Renamed", email="new-address@example.test"
+    )
+    sign_in(client)
+    first, second = profiles
+    assert (first.provider_id, first.provider_key) == (second.provider_id, second.provider_key)
+    assert first.provider_key == ALICE.sub
+    assert first.email != second.email
+    assert first.provider_key not in (first.email, second.email)
+
+
+def test_s22_a_profile_without_an_id_is_refused_never_keyed_by_email(
+    make_app: MakeApp, fault_server: FaultServer
+) -> None:
+    fault_server.set("/token", Behaviour.json({"access_token": "at"}))
+    fault_server.set("/userinfo", Behaviour.json({"email": "a@example.test", "name": "A"}))
+    app = fault_app(make_app, fault_server)
+    client = app.test_client()
+    query = start_flow(client, "faulty")
+    response = client.get(
+        "/authenticate/faulty", query_string={"code": "c", "state": query["state"]}
+    )
+    assert response.status_code == 502
+
+
+@pytest.mark.parametrize("scheme", ["http", "https"])
+def test_s23_state_cookie_attributes(idp_app: Flask, scheme: str) -> None:
+    client = idp_app.test_client()
+    response = client.get("/authenticate/local", base_url=f"{scheme}://localhost")
+    header = response.headers["Set-Cookie"]
+    assert header.startswith(f"{COOKIE}=")
+    assert "HttpOnly" in header
+    assert "SameSite=Lax" in header
+    assert ("Secure" in header) == (scheme == "https")
+    assert "Max-Age=600" in header

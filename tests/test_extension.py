@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -272,6 +273,10 @@ def test_with_settings_validates_the_result(make_app: MakeApp) -> None:
             provider.with_settings(lambda s: s.replace(api_url=None))
 
 
+def replace_scope(scope: str) -> Callable[[OAuth2Settings], OAuth2Settings]:
+    return lambda settings: settings.replace(scope=scope)
+
+
 def test_with_settings_is_isolated_under_16_threads(make_app: MakeApp) -> None:
     app = make_app({"example": block_for("example")})
     provider: SocialProvider = app.extensions["social_oauth2"].providers["example"]
@@ -286,7 +291,7 @@ def test_with_settings_is_isolated_under_16_threads(make_app: MakeApp) -> None:
             scopes = []
             for round_ in range(200):
                 scope = f"scope-{index}-{round_}"
-                derived = provider.with_settings(lambda s, scope=scope: s.replace(scope=scope))
+                derived = provider.with_settings(replace_scope(scope))
                 scopes.append(derived.settings.scope)
                 assert provider.settings is original
             seen[index] = scopes

@@ -10,7 +10,7 @@ import pytest
 from conftest import CLIENT_SECRET, MakeApp, fault_app, start_flow
 from fault_server import Behaviour, FaultServer, refused_url
 
-from flask_social_oauth2 import flow
+from flask_social_oauth2 import SocialOAuth2, flow
 
 USERINFO = {"sub": "u-1", "name": "Ada Lovelace", "email": "ada@example.org"}
 
@@ -121,7 +121,7 @@ def test_expires_in_as_string_or_number(
 ) -> None:
     app = fault_app(make_app, fault_server)
     seen: list[Any] = []
-    social = app.extensions["social_oauth2"].extension
+    social: SocialOAuth2 = app.extensions["social_oauth2"].extension
 
     @social.on_authenticated
     def done(provider: Any, info: Any, profile: Any) -> str:

@@ -1,23 +1,310 @@
-"""The ``flask social`` command group."""
+"""The ``flask social`` command group: ``check``, ``providers`` and ``init``.
+
+:meth:`SocialOAuth2.init_app <flask_social_oauth2.SocialOAuth2.init_app>` adds the group to
+``app.cli``. Flask can only find a group the app registers once the app has loaded, so an app
+whose provider configuration fails in ``init_app`` would never reach ``flask social check``;
+the group is therefore also published as a ``flask.commands`` entry point, which Flask loads
+before the app. The commands load the app themselves and report a
+:class:`~flask_social_oauth2.errors.ConfigurationError` as a list of problems, not a traceback.
+"""
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from importlib import resources
+from typing import Final, NoReturn
+from urllib.parse import urlsplit
+
 import click
-from flask import current_app
-from flask.cli import AppGroup
+from flask import Flask, current_app
+from flask.cli import AppGroup, ScriptInfo
 
 from .app_state import get_app_state
+from .config import load_settings
+from .errors import ConfigurationError, ConfigurationProblem, SocialOAuth2Error
 from .extension import redirect_url_problems
+from .provider import OAuth2Provider, SocialProvider
+from .urls import is_loopback_host
+
+_BLOCKS_FILE: Final = "provider_blocks.yaml"
+_SECRET_WORDS: Final = ("secret", "password", "token", "key")
+_MASK: Final = "***"
 
 social_cli = AppGroup("social", help="Check and list the OAuth2 sign-in providers.")
 
 
-@social_cli.command("check")
-def check_command() -> None:
-    """Validate every provider block and the redirect URL rule; exit 1 on any problem."""
-    problems = redirect_url_problems(current_app)
-    for problem in problems:
-        click.echo(f"error: {problem}", err=True)
-    if problems:
-        raise SystemExit(1)
-    click.echo(f"ok: {len(get_app_state().providers)} providers")
+@dataclass
+class CheckReport:
+    """What :func:`check_configuration` found.
+
+    :param errors: Problems that break sign-in; ``flask social check`` exits 1 for any.
+    :param warnings: Risky but working settings (e.g. a relative ``redirectURL`` without
+        ``TRUSTED_HOSTS``).
+    :param providers: The names of the configured providers.
+    """
+
+    errors: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    providers: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        """Whether no error was found."""
+        return not self.errors
+
+
+def check_configuration(app: Flask) -> CheckReport:
+    """Check the extension's configuration of ``app`` the way ``flask social check`` does.
+
+    Every provider block is read and validated again from the app's current configuration and
+    environment (``${VAR}`` references), each provider's class checks its settings, each
+    ``redirectURL`` must route to the authenticate endpoint of its own provider (the
+    specification's redirect URL rule), and ``SECRET_KEY`` must be set. Relative redirect URLs
+    without ``TRUSTED_HOSTS`` and plain-http redirect URLs to other hosts than loopback are
+    warnings.
+
+    :param app: An app on which ``init_app`` succeeded.
+    :raises SocialOAuth2Error: when the extension is not set up on ``app``.
+    """
+    state = get_app_state(app)
+    report = CheckReport(providers=list(state.providers))
+
+    def add_error(problem: ConfigurationProblem | str) -> None:
+        text = str(problem)
+        if text not in report.errors:
+            report.errors.append(text)
+
+    try:
+        load_settings(app.config)
+    except ConfigurationError as error:
+        for problem in error.problems:
+            add_error(problem)
+    for name, provider in state.providers.items():
+        for problem in type(provider).settings_problems(provider.settings):
+            add_error(ConfigurationProblem(name, problem.key, problem.message))
+    for problem in redirect_url_problems(app):
+        add_error(problem)
+    if not app.secret_key:
+        add_error("SECRET_KEY is not set: the sign-in state cookie and the session need it")
+
+    relative = sorted(
+        name for name, p in state.providers.items() if p.settings.redirect_url.startswith("/")
+    )
+    if relative and not app.config.get("TRUSTED_HOSTS"):
+        report.warnings.append(
+            f"{_names(relative)} a relative redirectURL, resolved against the request's Host"
+            " header, but TRUSTED_HOSTS is not set: a forged Host header would change the"
+            " redirect_uri. Set TRUSTED_HOSTS to the app's host names (SERVER_NAME does not"
+            " restrict the accepted hosts since Flask 3.1)."
+        )
+    for name, provider in state.providers.items():
+        parts = _split(provider.settings.redirect_url)
+        if parts is not None and parts[0] == "http" and not is_loopback_host(parts[1]):
+            report.warnings.append(
+                f"provider {name!r}, key 'redirectURL': plain http to a host that is not"
+                " loopback; the authorization code would travel unencrypted, use https"
+            )
+    if not state.providers:
+        report.warnings.append(
+            "no provider is configured: set SOCIAL_OAUTH2_PROVIDERS or SOCIAL_OAUTH2_PROVIDERS_FILE"
+        )
+    return report
+
+
+def _names(names: list[str]) -> str:
+    quoted = ", ".join(repr(name) for name in names)
+    return f"provider {quoted} has" if len(names) == 1 else f"providers {quoted} have"
+
+
+def _split(url: str) -> tuple[str, str] | None:
+    if url.startswith("/"):
+        return None
+    parts = urlsplit(url)
+    return parts.scheme.lower(), parts.hostname or ""
+
+
+# -- loading the app -------------------------------------------------------------------------
+
+
+def _fail(message: str, code: int = 1) -> NoReturn:
+    click.echo(message, err=True)
+    raise click.exceptions.Exit(code)
+
+
+def _load_app() -> Flask:
+    """The app the command runs for: the current one, else the one Flask's ``--app`` names.
+
+    A configuration that fails in ``init_app`` ends the command with the list of problems and
+    exit status 1.
+    """
+    if current_app:
+        app: Flask = current_app._get_current_object()  # type: ignore[attr-defined]
+        return app
+    info = click.get_current_context().ensure_object(ScriptInfo)
+    try:
+        return info.load_app()
+    except ConfigurationError as error:
+        for problem in error.problems:
+            click.echo(f"error: {problem}", err=True)
+        count = len(error.problems)
+        _fail(
+            f"{count} problem{'s' if count != 1 else ''}: the app failed to start"
+            " (SocialOAuth2.init_app refused its provider configuration)"
+        )
+    except SocialOAuth2Error as error:
+        _fail(f"error: {error}")
+
+
+def _state_providers(app: Flask) -> Mapping[str, SocialProvider]:
+    try:
+        return get_app_state(app).providers
+    except SocialOAuth2Error as error:
+        _fail(f"error: {error}")
+
+
+# -- commands --------------------------------------------------------------------------------
+
+
+@social_cli.command("check", with_appcontext=False)
+@click.option("--strict", is_flag=True, help="Exit 1 on warnings too.")
+def check_command(strict: bool) -> None:
+    """Validate every provider block and the redirect URL rule; list every problem.
+
+    Exits 1 when there is any error (or, with --strict, any warning).
+    """
+    app = _load_app()
+    _state_providers(app)
+    report = check_configuration(app)
+    for text in report.errors:
+        click.echo(f"error: {text}", err=True)
+    for text in report.warnings:
+        click.echo(f"warning: {text}", err=True)
+    count = len(report.providers)
+    summary = f"{count} provider{'s' if count != 1 else ''}"
+    if report.providers:
+        summary += f" ({', '.join(report.providers)})"
+    if report.errors or (strict and report.warnings):
+        _fail(
+            f"failed: {len(report.errors)} error(s), {len(report.warnings)} warning(s) in {summary}"
+        )
+    note = f", {len(report.warnings)} warning(s)" if report.warnings else ""
+    click.echo(f"ok: {summary}{note}")
+
+
+@social_cli.command("providers", with_appcontext=False)
+@click.option(
+    "--host",
+    metavar="HOST[:PORT]",
+    help="Where the app is served, to resolve relative redirect URLs"
+    " (default: SERVER_NAME, else the first TRUSTED_HOSTS entry).",
+)
+def providers_command(host: str | None) -> None:
+    """List each provider: its class, profile address and the exact redirect URL to register
+    at the provider. Secrets are masked."""
+    app = _load_app()
+    providers = _state_providers(app)
+    if not providers:
+        click.echo("no provider is configured")
+        return
+    for index, provider in enumerate(providers.values()):
+        if index:
+            click.echo()
+        for line in describe_provider(app, provider, host=host):
+            click.echo(line)
+
+
+def describe_provider(
+    app: Flask, provider: SocialProvider, *, host: str | None = None
+) -> list[str]:
+    """The lines ``flask social providers`` prints for ``provider``; secrets masked.
+
+    :param host: ``HOST[:PORT]`` the app is served at, for a relative ``redirectURL``.
+    """
+    settings = provider.settings
+    cls = type(provider)
+    if isinstance(provider, OAuth2Provider):
+        profile = provider.profile_url or "(none: apiURL is required)"
+    else:
+        profile = "(chosen by the provider class)"
+    rows = [
+        ("class", f"{cls.__module__}.{cls.__qualname__}"),
+        ("authorization", settings.authorization_url or "(none: client-side flow)"),
+        ("token", settings.access_token_url),
+        ("profile", profile),
+        ("redirect URL", registered_redirect_url(app, settings.redirect_url, host=host)),
+        ("client ID", settings.client_id),
+        ("client secret", _MASK),
+        ("scope", settings.scope or "(none)"),
+    ]
+    for key, value in settings.custom_properties.items():
+        secret = any(word in key.lower() for word in _SECRET_WORDS)
+        rows.append((f"custom {key}", _MASK if secret else value))
+    return [provider.name] + [f"  {label + ':':15} {value}" for label, value in rows]
+
+
+def registered_redirect_url(app: Flask, redirect_url: str, *, host: str | None = None) -> str:
+    """The redirect URL to register at the provider for ``redirect_url``.
+
+    An absolute URL is itself. A path is resolved like a request would resolve it: against
+    ``host``, else ``SERVER_NAME``, else the first ``TRUSTED_HOSTS`` entry, with
+    ``PREFERRED_URL_SCHEME``; without any of them the result says that it depends on the
+    request's host.
+    """
+    if not redirect_url.startswith("/"):
+        return redirect_url
+    scheme = app.config.get("PREFERRED_URL_SCHEME") or "http"
+    if not host:
+        host = app.config.get("SERVER_NAME") or None
+    if not host:
+        trusted = app.config.get("TRUSTED_HOSTS") or ()
+        host = next((entry.lstrip(".") for entry in trusted if entry.lstrip(".")), None)
+    if not host:
+        return (
+            f"{scheme}://<request host>{redirect_url} (depends on the request's host: set"
+            " TRUSTED_HOSTS or SERVER_NAME, or pass --host)"
+        )
+    url = f"{scheme}://{host}{redirect_url}"
+    parts = urlsplit(f"//{host}")
+    hostname = parts.hostname or host
+    try:
+        has_port = parts.port is not None
+    except ValueError:
+        has_port = False
+    if scheme == "http" and not is_loopback_host(hostname):
+        url += " (served over https? set PREFERRED_URL_SCHEME = 'https')"
+    elif is_loopback_host(hostname) and not has_port:
+        url += " (add the port the app listens on, or pass --host HOST:PORT)"
+    return url
+
+
+@functools.cache
+def provider_blocks() -> dict[str, str]:
+    """Built-in provider name -> a ready YAML block for it, as ``flask social init`` prints."""
+    text = resources.files(__package__).joinpath(_BLOCKS_FILE).read_text(encoding="utf-8")
+    blocks: dict[str, list[str]] = {}
+    current: list[str] | None = None
+    for line in text.splitlines():
+        if not line.strip() or line.startswith("#"):
+            continue
+        if not line[0].isspace():
+            current = blocks.setdefault(line.partition(":")[0].strip(), [])
+        if current is not None:
+            current.append(line)
+    return {name: "\n".join(lines) for name, lines in blocks.items()}
+
+
+@social_cli.command("init", with_appcontext=False)
+@click.argument("name")
+def init_command(name: str) -> None:
+    """Print a ready YAML block for the built-in provider NAME (e.g. github), to add to the
+    providers file. See docs/providers.md for each provider's registration steps."""
+    blocks = provider_blocks()
+    block = blocks.get(name.strip().lower())
+    if block is None:
+        raise click.BadParameter(
+            f"{name!r} is not a built-in provider; known: {', '.join(sorted(blocks))}",
+            param_hint="NAME",
+        )
+    click.echo(block)

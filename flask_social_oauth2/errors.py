@@ -135,3 +135,18 @@ class ProfileRetrievalError(AuthenticationError):
 
     status_code = 502
     public_message = "Your profile could not be read from the provider. Please try again later."
+
+
+class DiscoveryError(UnexpectedResponseError):
+    """The provider's OpenID Connect discovery document or key set (JWKS) could not be fetched,
+    or is not valid (e.g. it names another issuer). 502, or 504 when it did not come in time."""
+
+    public_message = "The provider's sign-in configuration could not be read. Please try later."
+
+
+class IdTokenError(UnexpectedResponseError):
+    """The ID token of an OpenID Connect token response failed verification: signature,
+    algorithm, issuer, audience, expiry or nonce. The message names the check, never the token
+    or a claim's value."""
+
+    public_message = "The provider's answer could not be verified. Please try again."

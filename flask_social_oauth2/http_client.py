@@ -8,12 +8,17 @@ retried: an authorization code is single use.
 
 from __future__ import annotations
 
+import functools
+import http.client
+import io
 import logging
 import os
+import socket
 import threading
 import time
 import urllib.request
 from collections.abc import Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass
 from http.cookiejar import DefaultCookiePolicy
 from typing import Any, Final
@@ -21,6 +26,9 @@ from urllib.parse import urlsplit
 
 import requests
 from requests.adapters import HTTPAdapter
+from requests.structures import CaseInsensitiveDict
+from urllib3.connection import HTTPConnection, HTTPSConnection
+from urllib3.connectionpool import ConnectionPool, HTTPConnectionPool, HTTPSConnectionPool
 
 from .errors import AuthenticationError
 
@@ -28,6 +36,86 @@ logger = logging.getLogger("flask_social_oauth2")
 
 _READ_SIZE: Final = 64 * 1024
 _POOL_SIZE: Final = 32
+
+
+# -- the overall deadline, also while the status line and headers arrive -----------------------
+#
+# urllib3's read timeout bounds each recv(), not a whole answer, and _read_body checks the
+# deadline only once the headers are in: a provider that drips its status line and headers one
+# byte per (timeout - a little) would hold the worker for ever. So the connections of our pools
+# build their responses with _DeadlineResponse, whose socket reader gives each recv() at most the
+# time left before the deadline of the request under way (a context variable set by
+# ProviderHTTPClient.request) and fails like a read timeout once it has passed. This covers the
+# status line, the headers and the body alike; nothing changes for other users of requests.
+
+_deadline: ContextVar[float | None] = ContextVar("flask_social_oauth2_deadline", default=None)
+
+
+class _DeadlineReader(io.RawIOBase):
+    """A socket's raw reader whose every read ends by ``deadline`` (a monotonic time)."""
+
+    def __init__(self, sock: socket.socket, deadline: float) -> None:
+        super().__init__()
+        self._sock = sock
+        self._raw = sock.makefile("rb", buffering=0)  # counts as a reference to the socket
+        self._deadline = deadline
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int | None:
+        left = self._deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError("timed out (overall deadline)")
+        per_read = self._sock.gettimeout()
+        self._sock.settimeout(left if per_read is None else min(per_read, left))
+        try:
+            return self._raw.readinto(buffer)
+        finally:
+            self._sock.settimeout(per_read)
+
+    def close(self) -> None:
+        self._raw.close()
+        super().close()
+
+
+class _DeadlineResponse(http.client.HTTPResponse):
+    """``http.client``'s response, reading through :class:`_DeadlineReader` when a deadline is
+    set for the request under way."""
+
+    def __init__(
+        self,
+        sock: socket.socket,
+        debuglevel: int = 0,
+        method: str | None = None,
+        url: str | None = None,
+    ) -> None:
+        super().__init__(sock, debuglevel, method, url)
+        deadline = _deadline.get()
+        if deadline is not None:
+            self.fp.close()  # the plain reader, not read from yet
+            self.fp = io.BufferedReader(_DeadlineReader(sock, deadline))
+
+
+class _DeadlineHTTPConnection(HTTPConnection):
+    response_class = _DeadlineResponse
+
+
+class _DeadlineHTTPSConnection(HTTPSConnection):
+    response_class = _DeadlineResponse
+
+
+class _DeadlineAdapter(HTTPAdapter):
+    """An adapter whose pools (also those behind a proxy) open deadline-aware connections."""
+
+    def get_connection_with_tls_context(self, *args: Any, **kwargs: Any) -> ConnectionPool:
+        pool = super().get_connection_with_tls_context(*args, **kwargs)
+        # A new pool has created no connection yet, so every one it makes uses our class.
+        if isinstance(pool, HTTPSConnectionPool):
+            pool.ConnectionCls = _DeadlineHTTPSConnection
+        elif isinstance(pool, HTTPConnectionPool):
+            pool.ConnectionCls = _DeadlineHTTPConnection
+        return pool
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,10 +143,16 @@ class ProviderHTTPClient:
         session = requests.Session()
         session.trust_env = False  # no ~/.netrc; proxies and CA bundle are read once below
         session.cookies.set_policy(DefaultCookiePolicy(allowed_domains=[]))
-        adapter = HTTPAdapter(pool_connections=pool_size, pool_maxsize=pool_size, max_retries=0)
+        adapter = _DeadlineAdapter(
+            pool_connections=pool_size, pool_maxsize=pool_size, max_retries=0
+        )
         session.mount("https://", adapter)
         session.mount("http://", adapter)
         session.headers["User-Agent"] = "flask-social-oauth2"
+        # The body is read raw (undecoded) under the size cap, so ask for it unencoded: with
+        # requests' default "gzip, deflate" a provider that compresses (GitHub, Google do) gave
+        # gzip bytes to the JSON parser, and a small compressed body could expand without cap.
+        session.headers["Accept-Encoding"] = "identity"
         ca_bundle = os.environ.get("REQUESTS_CA_BUNDLE") or os.environ.get("CURL_CA_BUNDLE")
         if ca_bundle:
             session.verify = ca_bundle
@@ -106,18 +200,9 @@ class ProviderHTTPClient:
         host = urlsplit(url).netloc
         started = time.monotonic()
         deadline = started + timeout
+        deadline_token = _deadline.set(deadline)  # read by _DeadlineResponse, see above
         try:
-            response = self._session.request(
-                method,
-                url,
-                headers=headers,
-                data=data,
-                params=params,
-                timeout=(timeout, timeout),
-                stream=True,
-                allow_redirects=False,
-                proxies=self._proxies_for(url),
-            )
+            response = self._send(method, url, headers, data, params, timeout)
         except requests.Timeout:
             raise error(provider, f"{step} to {host} timed out", status_code=504) from None
         except requests.exceptions.SSLError:
@@ -125,6 +210,8 @@ class ProviderHTTPClient:
         except requests.RequestException as exc:
             reason = type(exc).__name__
             raise error(provider, f"{step} to {host} failed: {reason}", status_code=502) from None
+        finally:
+            _deadline.reset(deadline_token)
         try:
             body = self._read_body(response, provider, step, host, error, deadline, max_bytes)
         finally:
@@ -142,6 +229,59 @@ class ProviderHTTPClient:
             content_type=response.headers.get("Content-Type", ""),
             body=body,
             headers=response.headers,
+        )
+
+    def _send(
+        self,
+        method: str,
+        url: str,
+        headers: Mapping[str, str] | None,
+        data: str | Mapping[str, str] | None,
+        params: Mapping[str, str] | None,
+        timeout: float,
+    ) -> requests.Response:
+        """Send through the session's adapter; the answer's body is not read yet.
+
+        Without a proxy for ``url`` the request is prepared here and handed to the adapter:
+        ``Session.request`` would merge environment settings, cookies and hooks that this client
+        never has (``trust_env`` is off, the cookie policy refuses every cookie, there are no
+        hooks), and in the profile that was a third of each request to a provider. The request
+        sent, the pool, the TLS settings and the errors are the same. With a proxy,
+        ``Session.request`` does it all.
+        """
+        session = self._session
+        proxies = self._proxies_for(url)
+        if proxies is not None:
+            return session.request(
+                method,
+                url,
+                headers=headers,
+                data=data,
+                params=params,
+                timeout=(timeout, timeout),
+                stream=True,
+                allow_redirects=False,
+                proxies=proxies,
+            )
+        prepared = requests.PreparedRequest()
+        prepared.prepare_method(method)
+        if params:
+            prepared.prepare_url(url, params)
+        else:
+            prepared.url = _prepared_url(url)
+        merged = CaseInsensitiveDict(session.headers)
+        if headers:
+            merged.update(headers)
+        prepared.prepare_headers(merged)
+        prepared.prepare_body(data, None)
+        adapter = session.get_adapter(prepared.url or url)
+        return adapter.send(
+            prepared,
+            stream=True,
+            timeout=(timeout, timeout),
+            verify=True if session.verify is None else session.verify,
+            cert=session.cert,
+            proxies={},
         )
 
     @staticmethod
@@ -181,6 +321,15 @@ class ProviderHTTPClient:
             reason = type(exc).__name__
             raise error(provider, f"{step} to {host} failed mid-answer: {reason}") from None
         return b"".join(chunks)
+
+
+@functools.lru_cache(maxsize=256)
+def _prepared_url(url: str) -> str:
+    """``url`` as requests prepares it (IDNA host, requoted path), once per address: provider
+    addresses come from the configuration, and preparing one was an eighth of a request."""
+    prepared = requests.PreparedRequest()
+    prepared.prepare_url(url, None)
+    return prepared.url or url
 
 
 _client: ProviderHTTPClient | None = None

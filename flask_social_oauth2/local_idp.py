@@ -878,11 +878,13 @@ def create_idp_app(provider: LocalIdentityProvider) -> Flask:
 
     @app.get("/jwks")
     def jwks() -> Response:
+        provider._count_document_request("jwks")
         return Response(json.dumps(provider.jwks), mimetype="application/json")
 
     @app.get("/.well-known/openid-configuration")
     @app.get("/.well-known/oauth-authorization-server")
     def discovery() -> Response:
+        provider._count_document_request("discovery")
         return Response(json.dumps(provider.metadata()), mimetype="application/json")
 
     @app.get("/avatar/<sub>.svg")
@@ -990,6 +992,8 @@ class LocalIdentityProvider:
         self._authorization_requests: list[dict[str, str]] = []
         self._token_requests: list[RecordedTokenRequest] = []
         self._userinfo_requests: list[dict[str, str]] = []
+        self._document_requests: dict[str, int] = {"jwks": 0, "discovery": 0}
+        self._retired_keys: list[RSAKey] = []
         self._csrf_key = secrets.token_bytes(32)
 
         self._signing_key = RSAKey.generate_key(
@@ -1173,7 +1177,9 @@ class LocalIdentityProvider:
     @property
     def jwks(self) -> dict[str, Any]:
         """The public JWKS, as served at :attr:`jwks_url`."""
-        return {"keys": [self._signing_key.as_dict(private=False)]}
+        with self._lock:
+            keys = [self._signing_key, *self._retired_keys]
+        return {"keys": [key.as_dict(private=False) for key in keys]}
 
     def metadata(self) -> dict[str, Any]:
         """Return the discovery document (validated with Authlib's
@@ -1317,6 +1323,22 @@ class LocalIdentityProvider:
         with self._lock:
             self._token_failure = kind  # type: ignore[assignment]
 
+    def rotate_signing_key(self, *, keep_old: bool = False) -> str:
+        """Sign ID tokens from now on with a new key (and a new ``kid``), published in the JWKS.
+
+        :param keep_old: keep publishing the previous key too, as providers do while tokens
+            signed with it may still be in use.
+        :return: the new key's ``kid``.
+        """
+        key = RSAKey.generate_key(2048, parameters={"use": "sig", "alg": "RS256"}, auto_kid=True)
+        with self._lock:
+            if keep_old:
+                self._retired_keys.append(self._signing_key)
+            self._signing_key = key
+            self._kid = key.kid or key.thumbprint()
+            self._other_key = None
+            return self._kid
+
     def revoke_refresh_tokens(self) -> None:
         """Revoke every refresh token issued so far."""
         with self._lock:
@@ -1349,9 +1371,22 @@ class LocalIdentityProvider:
         with self._lock:
             return [dict(entry) for entry in self._userinfo_requests]
 
+    @property
+    def jwks_requests(self) -> int:
+        """How many times the JWKS was fetched."""
+        with self._lock:
+            return self._document_requests["jwks"]
+
+    @property
+    def discovery_requests(self) -> int:
+        """How many times the discovery document was fetched."""
+        with self._lock:
+            return self._document_requests["discovery"]
+
     def reset_records(self) -> None:
         """Forget the recorded requests (clients, codes and tokens stay)."""
         with self._lock:
+            self._document_requests.update(jwks=0, discovery=0)
             self._authorization_requests.clear()
             self._token_requests.clear()
             self._userinfo_requests.clear()
@@ -1373,6 +1408,10 @@ class LocalIdentityProvider:
         )
         with self._lock:
             self._token_requests.append(record)
+
+    def _count_document_request(self, name: str) -> None:
+        with self._lock:
+            self._document_requests[name] += 1
 
     def _record_userinfo_request(self, headers: dict[str, str]) -> None:
         with self._lock:

@@ -7,15 +7,17 @@ it and state only their default profile address, their profile mapping and their
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
+import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar, Final, Literal, Self
 
 from flask import Response, current_app, g, request
 
-from . import flow, state_cookie
+from . import flow, oidc, state_cookie
 from .app_state import get_app_state
 from .errors import (
     AccessDeniedError,
@@ -135,13 +137,29 @@ class OAuth2Provider(SocialProvider):
     default_token_auth_method: ClassVar[TokenAuthMethod] = "client_secret_post"  # noqa: S105
     #: Where the profile's fields are found in the profile JSON.
     profile_fields: ClassVar[ProfileFields] = OPENID_FIELDS
+    #: Whether the provider speaks OpenID Connect: when the scope asks for ``openid``, its
+    #: discovery document is read from :meth:`default_issuer_for` and its ID tokens verified,
+    #: as for a block with ``customProperties.issuer`` (see :mod:`flask_social_oauth2.oidc`).
+    openid_connect: ClassVar[bool] = False
+    #: The issuer of an OpenID Connect provider with one fixed issuer.
+    default_issuer: ClassVar[str | None] = None
+    #: ``(pattern, template)`` for a per-tenant OpenID Connect provider: the issuer is
+    #: ``re.fullmatch(pattern, accessTokenURL).expand(template)``.
+    issuer_from_token_url: ClassVar[tuple[str, str] | None] = None
+    #: ``iss`` values the provider's ID tokens may carry besides its issuer.
+    extra_id_token_issuers: ClassVar[frozenset[str]] = frozenset()
 
     # -- configuration ---------------------------------------------------------------------
 
     @classmethod
     def settings_problems(cls, settings: OAuth2Settings) -> list[ConfigurationProblem]:
         problems = []
-        if settings.api_url is None and cls.default_profile_url_for(settings) is None:
+        issuer = cls.issuer_for(settings)
+        if (
+            settings.api_url is None
+            and cls.default_profile_url_for(settings) is None
+            and issuer is None
+        ):
             problems.append(
                 ConfigurationProblem(
                     None, "apiURL", "is required: this provider has no built-in profile address"
@@ -156,6 +174,8 @@ class OAuth2Provider(SocialProvider):
                     "must be 'client_secret_post' or 'client_secret_basic'",
                 )
             )
+        verifies = issuer is not None and "openid" in (settings.scope or "").split()
+        problems.extend(oidc.settings_problems(settings, verifies=verifies))
         return problems
 
     @classmethod
@@ -187,10 +207,60 @@ class OAuth2Provider(SocialProvider):
         """Whether the flow sends an OpenID Connect nonce: when the scope asks for ``openid``."""
         return "openid" in (self.settings.scope or "").split()
 
+    # -- OpenID Connect ----------------------------------------------------------------------
+
+    @classmethod
+    def default_issuer_for(cls, settings: OAuth2Settings) -> str | None:
+        """The built-in issuer for ``settings`` (:attr:`openid_connect` providers only):
+        derived from ``accessTokenURL`` with :attr:`issuer_from_token_url`, else
+        :attr:`default_issuer`."""
+        if not cls.openid_connect:
+            return None
+        if cls.issuer_from_token_url is not None:
+            pattern, template = cls.issuer_from_token_url
+            match = re.fullmatch(pattern, settings.access_token_url)
+            return match.expand(template) if match else None
+        return cls.default_issuer
+
+    @classmethod
+    def issuer_for(cls, settings: OAuth2Settings) -> str | None:
+        """The OpenID Connect issuer of ``settings``: ``customProperties.issuer`` (or the one
+        ``customProperties.discoveryURL`` implies); else, when the scope asks for ``openid``,
+        :meth:`default_issuer_for`; ``None`` when the provider is used as plain OAuth 2.0."""
+        configured = oidc.configured_issuer(settings)
+        if configured is not None:
+            return configured
+        if "openid" in (settings.scope or "").split():
+            return cls.default_issuer_for(settings)
+        return None
+
+    @property
+    def issuer(self) -> str | None:
+        """The provider's OpenID Connect issuer (see :meth:`issuer_for`), or ``None``."""
+        return self.issuer_for(self.settings)
+
+    def openid_metadata(self) -> oidc.ProviderMetadata | None:
+        """The provider's discovery document (cached per process, fetched on first use), or
+        ``None`` when it has no issuer. Needs an app context.
+
+        :raises DiscoveryError: when it cannot be fetched or names another issuer.
+        """
+        issuer = self.issuer
+        return None if issuer is None else oidc.provider_metadata(self, issuer)
+
+    def authorization_endpoint(self) -> str | None:
+        """``authorizationURL``, else the discovered ``authorization_endpoint``."""
+        if self.settings.authorization_url is not None:
+            return self.settings.authorization_url
+        metadata = self.openid_metadata()
+        return None if metadata is None else metadata.authorization_endpoint
+
     # -- the flow ----------------------------------------------------------------------------
 
     def authenticate(self) -> Response | OAuth2Info:
         args = request.args
+        if not args:  # the start of a sign-in without ``next``: nothing to check
+            return self._start()
         for name in _CALLBACK_PARAMS:
             values = args.getlist(name)
             if len(values) > 1:
@@ -205,7 +275,7 @@ class OAuth2Provider(SocialProvider):
 
     def _start(self) -> Response:
         settings = self.settings
-        if settings.authorization_url is None:
+        if settings.authorization_url is None and self.authorization_endpoint() is None:
             raise AuthenticationError(
                 self.name,
                 "has no authorizationURL, so it cannot start a sign-in on the server; it is"
@@ -236,8 +306,11 @@ class OAuth2Provider(SocialProvider):
     def authorization_url(self, pending: PendingFlow) -> str:
         """The provider address that starts ``pending``."""
         assert pending.verifier is not None
+        settings = self.settings
+        if settings.authorization_url is None:  # discovered: see authorization_endpoint()
+            settings = settings.replace(authorization_url=self.authorization_endpoint())
         return flow.authorization_url(
-            self.settings,
+            settings,
             redirect_uri=pending.redirect_uri,
             state=pending.state,
             verifier=pending.verifier,
@@ -294,17 +367,38 @@ class OAuth2Provider(SocialProvider):
 
     def check_issuer(self, issuer: str | None) -> None:
         """RFC 9207: where the provider names itself in the callback (``iss``), it must be the
-        expected issuer (``customProperties.issuer``)."""
-        expected = self.settings.custom_properties.get("issuer")
-        if issuer is not None and expected is not None and issuer != expected:
+        expected issuer (:attr:`issuer`); where its discovery document announces
+        ``authorization_response_iss_parameter_supported``, ``iss`` is required."""
+        expected = self.issuer
+        if expected is None:
+            return
+        if issuer is not None:
+            if issuer != expected:
+                raise StateError(
+                    self.name, "callback's iss is not the expected issuer (mix-up refused)"
+                )
+            return
+        metadata = self.openid_metadata()
+        if metadata is not None and metadata.iss_parameter_supported:
             raise StateError(
-                self.name, "callback's iss is not the expected issuer (mix-up refused)"
+                self.name, "callback has no iss, which the provider announces (RFC 9207)"
             )
 
     def verify_token(self, info: OAuth2Info, pending: PendingFlow | None) -> OAuth2Info:
-        """Check the token response against the flow it ends (OpenID Connect checks the ID token
-        here). The base class accepts it as it is."""
-        return info
+        """Check the token response against the flow it ends.
+
+        With an OpenID Connect issuer (:attr:`issuer`) and ``openid`` in the scope, the ID token
+        is required and verified (signature, ``iss``, ``aud``, ``exp``, ``iat`` and the flow's
+        ``nonce``); its claims are then :attr:`OAuth2Info.id_token_claims`. Otherwise the
+        response is accepted as it is.
+
+        :raises IdTokenError: when the ID token is missing or fails a check.
+        """
+        issuer = self.issuer
+        if issuer is None or not self.uses_nonce():
+            return info
+        nonce = pending.nonce if pending is not None else None
+        return oidc.verify_token_response(self, info, issuer, nonce=nonce)
 
     def exchange_code(self, code: str, *, redirect_uri: str, verifier: str | None) -> OAuth2Info:
         """The token request (RFC 6749 4.1.3), with the identical ``redirect_uri``.
@@ -336,6 +430,58 @@ class OAuth2Provider(SocialProvider):
         """Read the token endpoint's answer."""
         return flow.parse_token_response(self.name, response)
 
+    def refresh(self, info: OAuth2Info, *, scope: str | None = None) -> OAuth2Info:
+        """A new token for ``info``'s refresh token (the ``refresh_token`` grant, RFC 6749 6),
+        sent to ``accessTokenURL`` with the client authentication of the code exchange. Needs
+        an app context (it uses the app's timeout and size cap).
+
+        When the provider does not send a new refresh token, the result keeps the old one. With
+        an OpenID Connect issuer, an ID token in the answer is verified like the first one and
+        must name the same user (``sub``); without one, the old claims are kept.
+
+        :param info: The token to renew, e.g. the one a sign-in gave.
+        :param scope: Ask for a narrower scope than the original grant.
+        :raises AuthenticationError: when ``info`` has no refresh token.
+        :raises UnexpectedResponseError: when the provider fails or refuses (e.g. ``invalid_grant``
+            for a revoked or expired refresh token: the user must sign in again).
+        """
+        if not info.refresh_token:
+            raise AuthenticationError(
+                self.name,
+                "cannot refresh: the token has no refresh_token (the provider issued none;"
+                " some issue one only for an 'offline_access' scope or parameter)",
+            )
+        settings = self.settings
+        basic = self.token_auth_method == "client_secret_basic"  # noqa: S105 - a method name
+        response = self.send(
+            "POST",
+            settings.access_token_url,
+            step="refresh request",
+            error=UnexpectedResponseError,
+            headers=flow.token_headers(
+                settings, basic_auth=basic, extra=self.token_request_headers()
+            ),
+            data=flow.refresh_request_body(
+                settings,
+                refresh_token=info.refresh_token,
+                credentials_in_body=not basic,
+                scope=scope,
+            ),
+        )
+        renewed = flow.parse_token_response(self.name, response, "refresh request")
+        if renewed.refresh_token is None:
+            renewed = dataclasses.replace(renewed, refresh_token=info.refresh_token)
+        issuer = self.issuer
+        if issuer is not None and renewed.params.get("id_token") is not None:
+            subject = info.id_token_claims.get("sub") if info.id_token_claims else None
+            renewed = oidc.verify_token_response(
+                self, renewed, issuer, nonce=None, required=False, subject=subject
+            )
+        elif info.id_token_claims is not None:
+            renewed = dataclasses.replace(renewed, id_token_claims=info.id_token_claims)
+        logger.info("%s: token refreshed", self.name)
+        return renewed
+
     def send(
         self,
         method: str,
@@ -366,13 +512,31 @@ class OAuth2Provider(SocialProvider):
 
     def retrieve_profile(self, info: OAuth2Info) -> SocialProfile:
         raw = self.fetch_profile(info)
+        claims = info.id_token_claims
+        if (
+            claims is not None
+            and isinstance(raw, Mapping)
+            and "sub" in raw
+            and raw is not claims
+            and raw["sub"] != claims.get("sub")
+        ):  # OpenID Connect Core 5.3.2: userinfo of another user must not be used
+            raise ProfileRetrievalError(self.name, "profile's sub is not the ID token's sub")
         profile = self.parse_profile(raw, info)
         logger.info("%s: profile retrieved", self.name)
         return profile
 
     def fetch_profile(self, info: OAuth2Info) -> Mapping[str, Any]:
-        """The profile JSON: by default a GET of :attr:`profile_url` with the bearer token."""
+        """The profile JSON: by default a GET of :attr:`profile_url` with the bearer token.
+
+        Without one, an OpenID Connect provider's discovered ``userinfo_endpoint`` is used, and
+        without that the verified ID token's claims (:attr:`OAuth2Info.id_token_claims`).
+        """
         url = self.profile_url
+        if url is None and self.issuer is not None:
+            metadata = self.openid_metadata()
+            url = None if metadata is None else metadata.userinfo_endpoint
+            if url is None and info.id_token_claims is not None:
+                return info.id_token_claims
         if url is None:
             raise ProfileRetrievalError(self.name, "no profile address (apiURL) is configured")
         raw: Mapping[str, Any] = self.request_json("GET", url, info)

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import re
 from typing import Final
 from urllib.parse import urlsplit
 
 from flask import request
 
 MAX_NEXT_LENGTH: Final = 512
+_NOT_PRINTABLE_ASCII: Final = re.compile(r"[^\x21-\x7e]")
 
 
 def resolve_redirect_uri(redirect_url: str) -> str:
@@ -34,7 +36,7 @@ def safe_next_path(value: str | None) -> str | None:
         return None
     if not value.startswith("/") or value.startswith("//") or "\\" in value:
         return None
-    if any(ord(char) <= 0x20 or ord(char) >= 0x7F for char in value):
+    if _NOT_PRINTABLE_ASCII.search(value):
         return None
     try:
         parts = urlsplit(value)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -14,6 +15,12 @@ from typing import Any, ClassVar, Final
 
 from .errors import ConfigurationError, ConfigurationProblem
 from .urls import check_endpoint_url, check_redirect_url
+
+#: The URL checks are pure and the costly part of validating a record: memoized (bounded), so
+#: that a record derived with :meth:`OAuth2Settings.replace` (``with_settings``) re-checks only
+#: the addresses it changed.
+_checked_endpoint_url: Final = functools.lru_cache(maxsize=1024)(check_endpoint_url)
+_checked_redirect_url: Final = functools.lru_cache(maxsize=1024)(check_redirect_url)
 
 _EMPTY: Final[Mapping[str, str]] = MappingProxyType({})
 
@@ -102,11 +109,11 @@ def _value_problems(values: Mapping[str, Any]) -> list[ConfigurationProblem]:
         elif not value.strip():
             problem(key, "must not be empty")
         elif key in _ENDPOINT_KEYS:
-            error = check_endpoint_url(value)
+            error = _checked_endpoint_url(value)
             if error:
                 problem(key, f"{error}: {value!r}")
         elif key == "redirectURL":
-            error = check_redirect_url(value)
+            error = _checked_redirect_url(value)
             if error:
                 problem(key, f"{error}: {value!r}")
         elif key == "clientID" and value != value.strip():
@@ -166,7 +173,9 @@ class OAuth2Settings:
             raise ConfigurationError(problems)
         for attribute in ("authorization_params", "access_token_params", "custom_properties"):
             value = getattr(self, attribute)
-            if not isinstance(value, MappingProxyType):
+            if value is None:  # e.g. `accessTokenParams: null`: validated as absent, so empty
+                object.__setattr__(self, attribute, _EMPTY)
+            elif not isinstance(value, MappingProxyType):
                 object.__setattr__(self, attribute, MappingProxyType(dict(value)))
 
     def _as_config_values(self) -> dict[str, Any]:
@@ -300,6 +309,9 @@ class OAuth2Info:
     :param expires_in: Seconds until the access token expires, when the provider says.
     :param refresh_token: The refresh token, when the provider issued one.
     :param params: Every other field of the token response (e.g. ``id_token``, ``scope``).
+    :param id_token_claims: The claims of the OpenID Connect ID token (``params["id_token"]``)
+        once verified (signature, issuer, audience, expiry, nonce); ``None`` when no ID token
+        was verified. ``repr`` shows the claim names only.
     """
 
     access_token: str
@@ -307,17 +319,27 @@ class OAuth2Info:
     expires_in: int | None = None
     refresh_token: str | None = None
     params: Mapping[str, Any] = field(default_factory=lambda: _EMPTY)
+    id_token_claims: Mapping[str, Any] | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.params, MappingProxyType):
             object.__setattr__(self, "params", MappingProxyType(dict(self.params)))
+        claims = self.id_token_claims
+        if claims is not None and not isinstance(claims, MappingProxyType):
+            object.__setattr__(self, "id_token_claims", MappingProxyType(dict(claims)))
 
     def __repr__(self) -> str:
         refresh = _MASK if self.refresh_token else None
         return (
             f"OAuth2Info(access_token={_MASK!r}, token_type={self.token_type!r}, "
             f"expires_in={self.expires_in!r}, refresh_token={refresh!r}, "
-            f"params=<{', '.join(sorted(self.params))}>)"
+            f"params=<{', '.join(sorted(self.params))}>"
+            + (
+                ""
+                if self.id_token_claims is None
+                else f", id_token_claims=<{', '.join(sorted(self.id_token_claims))}>"
+            )
+            + ")"
         )
 
     __str__ = __repr__

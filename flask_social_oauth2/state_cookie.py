@@ -14,11 +14,19 @@ from __future__ import annotations
 
 import hmac
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from itsdangerous import BadSignature, URLSafeTimedSerializer
+from flask import after_this_request, current_app, g, request
+from itsdangerous import (
+    BadSignature,
+    Serializer,
+    Signer,
+    TimestampSigner,
+    URLSafeTimedSerializer,
+)
+from itsdangerous.encoding import base64_encode, want_bytes
 
 #: Abandoned flows are dropped, oldest first, past this many...
 MAX_PENDING_FLOWS: Final = 8
@@ -70,13 +78,39 @@ class PendingFlow:
         return cls(state, provider, redirect_uri, verifier, next_url, created, nonce)
 
 
+class StateSerializer(URLSafeTimedSerializer):
+    """:class:`URLSafeTimedSerializer` that builds its signers once, not on every ``dumps`` and
+    ``loads`` (signers hold no per-call state), and does not try to zlib-compress the payload:
+    random state and verifier hardly compress, and the attempt was a third of ``dumps``.
+    Compressed values (a leading ``.``) are still read."""
+
+    def __init__(self, secret_key: Any, salt: str | bytes | None = _SALT) -> None:
+        super().__init__(secret_key, salt=salt)
+        self._signer = super().make_signer(self.salt)
+        self._unsigners = tuple(super().iter_unsigners(self.salt))
+
+    def make_signer(self, salt: str | bytes | None = None) -> Signer:
+        if salt is None or want_bytes(salt) == self.salt:
+            return self._signer
+        return super().make_signer(salt)
+
+    def iter_unsigners(self, salt: str | bytes | None = None) -> Iterator[TimestampSigner]:
+        if salt is None or want_bytes(salt) == self.salt:
+            return iter(self._unsigners)
+        return super().iter_unsigners(salt)
+
+    def dump_payload(self, obj: Any) -> bytes:
+        return base64_encode(Serializer.dump_payload(self, obj))
+
+
 def make_serializer(
     secret_key: str | bytes, fallbacks: Sequence[str | bytes] = ()
 ) -> URLSafeTimedSerializer:
     """The signer for the state cookie: signs with ``secret_key``, also accepts ``fallbacks``
-    (Flask's ``SECRET_KEY_FALLBACKS``) so that keys can be rotated."""
+    (Flask's ``SECRET_KEY_FALLBACKS``) so that keys can be rotated. Built once per key set
+    (see :meth:`AppState.serializer`)."""
     keys: list[Any] = [*fallbacks, secret_key]
-    return URLSafeTimedSerializer(keys, salt=_SALT)
+    return StateSerializer(keys, salt=_SALT)
 
 
 def decode(
@@ -131,23 +165,23 @@ _G_FLOWS: Final = "_social_oauth2_flows"
 
 def load_flows() -> list[PendingFlow]:
     """The current browser's pending flows, read once per request (kept in :data:`flask.g`)."""
-    from flask import current_app, g, request
-
     from .app_state import get_app_state
 
     flows: list[PendingFlow] | None = g.get(_G_FLOWS)
     if flows is None:
         state = get_app_state()
-        serializer = state.serializer(current_app)
-        flows = decode(serializer, request.cookies.get(state.cookie_name), state.state_ttl, now())
+        value = request.cookies.get(state.cookie_name)
+        if value:
+            serializer = state.serializer(current_app)
+            flows = decode(serializer, value, state.state_ttl, now())
+        else:
+            flows = []  # a browser's first sign-in: nothing to verify
         setattr(g, _G_FLOWS, flows)
     return list(flows)
 
 
 def save_flows(flows: list[PendingFlow]) -> None:
     """Replace the current browser's pending flows; the cookie is written on the response."""
-    from flask import after_this_request, g
-
     first_save = g.get(_G_FLOWS + "_dirty") is None
     setattr(g, _G_FLOWS, list(flows))
     setattr(g, _G_FLOWS + "_dirty", True)
@@ -156,8 +190,6 @@ def save_flows(flows: list[PendingFlow]) -> None:
 
 
 def _write_cookie(response: Any) -> Any:
-    from flask import current_app, g, request
-
     from .app_state import get_app_state
 
     state = get_app_state()

@@ -3,7 +3,13 @@
 from __future__ import annotations
 
 import ipaddress
+import re
+from typing import Final
 from urllib.parse import SplitResult, urlsplit
+
+#: A space or control character (code points up to 0x20, and 0x7F), found without a loop in
+#: Python: the per-character check was a third of validating a block.
+_SPACE_OR_CONTROL: Final = re.compile(r"[\x00-\x20\x7f]")
 
 
 def split_absolute_url(url: str) -> SplitResult | str:
@@ -25,7 +31,7 @@ def split_absolute_url(url: str) -> SplitResult | str:
         return "must not contain user credentials"
     if parts.fragment or url.endswith("#"):
         return "must not contain a fragment (RFC 6749 3.1)"
-    if any(ord(char) <= 0x20 or ord(char) == 0x7F for char in url):
+    if _SPACE_OR_CONTROL.search(url):
         return "must not contain spaces or control characters"
     return parts
 
@@ -67,7 +73,7 @@ def check_redirect_url(url: str) -> str | None:
     :return: ``None`` when acceptable, else a sentence saying what is wrong.
     """
     if url.startswith("/") and not url.startswith("//") and "\\" not in url:
-        if any(ord(char) <= 0x20 or ord(char) == 0x7F for char in url) or "#" in url:
+        if _SPACE_OR_CONTROL.search(url) or "#" in url:
             return "must not contain spaces, control characters or a fragment"
         return None
     parts = split_absolute_url(url)

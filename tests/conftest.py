@@ -40,6 +40,17 @@ def valid_block(**changes: Any) -> dict[str, Any]:
     return {key: value for key, value in block.items() if value is not None}
 
 
+@pytest.fixture(autouse=True)
+def _fresh_openid_caches() -> Iterator[None]:
+    """OpenID metadata and key sets are cached per process by URL; a later loopback server may
+    reuse an earlier one's port, so every test starts with empty caches."""
+    from flask_social_oauth2 import oidc
+
+    oidc.clear_caches()
+    yield
+    oidc.clear_caches()
+
+
 @pytest.fixture
 def make_app() -> MakeApp:
     """Build an app with the extension set up; keyword arguments become config."""

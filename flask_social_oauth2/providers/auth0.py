@@ -21,6 +21,8 @@ class Auth0Provider(OAuth2Provider):
     __slots__ = ()
 
     profile_fields: ClassVar[ProfileFields] = OPENID_FIELDS
+    openid_connect: ClassVar[bool] = True
+    issuer_from_token_url = (r"(https?://[^/]+)/oauth/token", r"\1/")
 
     @classmethod
     def default_profile_url_for(cls, settings: OAuth2Settings) -> str | None:

@@ -18,4 +18,7 @@ class GoogleProvider(OAuth2Provider):
     __slots__ = ()
 
     default_api_url: ClassVar[str | None] = "https://openidconnect.googleapis.com/v1/userinfo"
+    openid_connect: ClassVar[bool] = True
+    default_issuer: ClassVar[str | None] = "https://accounts.google.com"
+    extra_id_token_issuers: ClassVar[frozenset[str]] = frozenset({"accounts.google.com"})
     profile_fields: ClassVar[ProfileFields] = OPENID_FIELDS

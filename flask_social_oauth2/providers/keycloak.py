@@ -34,6 +34,8 @@ class KeycloakProvider(OAuth2Provider):
         email="email",
         avatar_url="picture",
     )
+    openid_connect: ClassVar[bool] = True
+    issuer_from_token_url = (r"(https?://.+?/realms/[^/]+)/protocol/openid-connect/token", r"\1")
 
     @classmethod
     def default_profile_url_for(cls, settings: OAuth2Settings) -> str | None:

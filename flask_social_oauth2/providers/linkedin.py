@@ -33,6 +33,8 @@ class LinkedInProvider(OAuth2Provider):
     __slots__ = ()
 
     default_api_url: ClassVar[str | None] = "https://api.linkedin.com/v2/userinfo"
+    openid_connect: ClassVar[bool] = True
+    default_issuer: ClassVar[str | None] = "https://www.linkedin.com/oauth"
     profile_fields: ClassVar[ProfileFields] = ProfileFields(
         provider_key=("sub", "id"),
         first_name=("given_name", "localizedFirstName"),

@@ -23,6 +23,8 @@ class MicrosoftProvider(OAuth2Provider):
     __slots__ = ()
 
     default_api_url: ClassVar[str | None] = "https://graph.microsoft.com/v1.0/me"
+    openid_connect: ClassVar[bool] = True
+    issuer_from_token_url = (r"(https://[^/]+/[^/]+)/oauth2/v2\.0/token", r"\1/v2.0")
     profile_fields: ClassVar[ProfileFields] = ProfileFields(
         provider_key=("id", "sub"),
         first_name=("givenName", "given_name"),

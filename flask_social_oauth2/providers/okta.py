@@ -23,6 +23,11 @@ class OktaProvider(OAuth2Provider):
     __slots__ = ()
 
     profile_fields: ClassVar[ProfileFields] = OPENID_FIELDS
+    openid_connect: ClassVar[bool] = True
+    issuer_from_token_url = (
+        r"(https?://[^/]+)(?:/oauth2(?=/v1/)|(/oauth2/[^/]+))/v1/token",
+        r"\1\2",
+    )
 
     @classmethod
     def default_profile_url_for(cls, settings: OAuth2Settings) -> str | None:

@@ -25,6 +25,8 @@ class SlackProvider(OAuth2Provider):
     __slots__ = ()
 
     default_api_url: ClassVar[str | None] = "https://slack.com/api/openid.connect.userInfo"
+    openid_connect: ClassVar[bool] = True
+    default_issuer: ClassVar[str | None] = "https://slack.com"
     profile_fields: ClassVar[ProfileFields] = OPENID_FIELDS
 
     def fetch_profile(self, info: OAuth2Info) -> Mapping[str, Any]:

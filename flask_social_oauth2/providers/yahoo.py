@@ -18,4 +18,6 @@ class YahooProvider(OAuth2Provider):
     __slots__ = ()
 
     default_api_url: ClassVar[str | None] = "https://api.login.yahoo.com/openid/v1/userinfo"
+    openid_connect: ClassVar[bool] = True
+    default_issuer: ClassVar[str | None] = "https://api.login.yahoo.com"
     profile_fields: ClassVar[ProfileFields] = OPENID_FIELDS

@@ -1,0 +1,5 @@
+"""``python -m benchmarks``."""
+
+from .cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,223 @@
+"""The contenders: one small Flask app each, doing the same sign-in.
+
+Every app has the same base configuration (``SECRET_KEY``, ``TRUSTED_HOSTS``, an index page),
+the same scope, the same provider (the loopback server of :mod:`benchmarks.provider_server`) and
+ends a successful sign-in the same way: the profile kept in the session, a redirect to ``/``.
+
+- ``project``: flask-social-oauth2 as a user configures it (state cookie, PKCE S256).
+- ``bare``: a hand-written view with a pooled :class:`requests.Session`: a random state kept in
+  Flask's session, checked (constant time) and removed on the callback, the code POSTed, the
+  profile fetched. No PKCE: the bare minimum the issue describes.
+- ``authlib``: ``authlib.integrations.flask_client.OAuth`` with PKCE (``code_challenge_method``
+  S256); ``authorize_redirect`` and ``authorize_access_token`` then ``.get("userinfo")``.
+- ``flask-dance``: an ``OAuth2ConsumerBlueprint`` with ``use_pkce=True``; the profile is fetched
+  in the ``oauth_authorized`` handler, as its documentation shows. The token stays in its default
+  session storage.
+
+The peers need ``AUTHLIB_INSECURE_TRANSPORT`` / ``OAUTHLIB_INSECURE_TRANSPORT`` for plain http
+on loopback; :func:`allow_peers_insecure_transport` sets them in the benchmark process only,
+after the project's own flow has been checked without them.
+
+``create_app`` is also the gunicorn factory: ``benchmarks.apps:create_app()`` reads the contender
+and the provider address from ``BENCH_CONTENDER`` and ``BENCH_PROVIDER_URL``.
+"""
+
+from __future__ import annotations
+
+import hmac
+import os
+import secrets
+from typing import Any, Final
+from urllib.parse import urlencode
+
+import requests
+from flask import Flask, abort, redirect, request, session
+from flask.typing import ResponseReturnValue
+
+from flask_social_oauth2 import SocialOAuth2
+
+CONTENDERS: Final = ("project", "bare", "authlib", "flask-dance")
+SCOPE: Final = "profile email"
+CLIENT_SECRET: Final = "bench-client-secret"
+#: Where each contender's sign-in starts.
+START_PATHS: Final = {
+    "project": "/authenticate/bench",
+    "bare": "/authenticate/bench",
+    "authlib": "/login",
+    "flask-dance": "/login/bench",
+}
+
+
+def allow_peers_insecure_transport() -> None:
+    """Let Authlib and requests-oauthlib use plain http on loopback, in this process only."""
+    os.environ["AUTHLIB_INSECURE_TRANSPORT"] = "1"
+    os.environ["OAUTHLIB_INSECURE_TRANSPORT"] = "1"
+
+
+def base_app(contender: str) -> Flask:
+    """The configuration every contender shares."""
+    app = Flask(f"bench_{contender.replace('-', '_')}")
+    app.config.update(
+        SECRET_KEY="bench-secret-key-0123456789abcdef",
+        TRUSTED_HOSTS=["localhost", "127.0.0.1"],
+    )
+
+    @app.get("/")
+    def index() -> str:
+        return "index"
+
+    return app
+
+
+def project_app(provider_url: str) -> Flask:
+    """flask-social-oauth2."""
+    app = base_app("project")
+    app.config["SOCIAL_OAUTH2_PROVIDERS"] = {
+        "bench": {
+            "authorizationURL": f"{provider_url}/authorize",
+            "accessTokenURL": f"{provider_url}/token",
+            "apiURL": f"{provider_url}/userinfo",
+            "redirectURL": "/authenticate/bench",
+            "clientID": "project",
+            "clientSecret": CLIENT_SECRET,
+            "scope": SCOPE,
+        }
+    }
+    SocialOAuth2(app)
+    return app
+
+
+def bare_app(provider_url: str) -> Flask:
+    """A bare Flask view and a pooled requests.Session: the minimum the same flow costs."""
+    app = base_app("bare")
+    http = requests.Session()
+    authorize_url = f"{provider_url}/authorize"
+    token_url = f"{provider_url}/token"
+    userinfo_url = f"{provider_url}/userinfo"
+
+    @app.get("/authenticate/bench")
+    def authenticate() -> ResponseReturnValue:
+        args = request.args
+        redirect_uri = f"{request.scheme}://{request.host}/authenticate/bench"
+        if "code" not in args:
+            state = secrets.token_urlsafe(24)
+            session["oauth_state"] = state
+            query = urlencode(
+                {
+                    "response_type": "code",
+                    "client_id": "bare",
+                    "redirect_uri": redirect_uri,
+                    "scope": SCOPE,
+                    "state": state,
+                }
+            )
+            return redirect(f"{authorize_url}?{query}")
+        expected = session.pop("oauth_state", None)
+        if not isinstance(expected, str) or not hmac.compare_digest(
+            expected.encode(), args.get("state", "").encode()
+        ):
+            abort(403)
+        token = http.post(
+            token_url,
+            data={
+                "grant_type": "authorization_code",
+                "code": args["code"],
+                "redirect_uri": redirect_uri,
+                "client_id": "bare",
+                "client_secret": CLIENT_SECRET,
+            },
+            headers={"Accept": "application/json"},
+            timeout=10,
+        )
+        token.raise_for_status()
+        access_token = token.json()["access_token"]
+        profile = http.get(
+            userinfo_url, headers={"Authorization": f"Bearer {access_token}"}, timeout=10
+        )
+        profile.raise_for_status()
+        session["profile"] = profile.json()
+        return redirect("/")
+
+    return app
+
+
+def authlib_app(provider_url: str) -> Flask:
+    """Authlib's Flask client, PKCE on."""
+    from authlib.integrations.flask_client import OAuth
+
+    app = base_app("authlib")
+    oauth = OAuth(app)
+    oauth.register(
+        "bench",
+        client_id="authlib",
+        client_secret=CLIENT_SECRET,
+        authorize_url=f"{provider_url}/authorize",
+        access_token_url=f"{provider_url}/token",
+        api_base_url=f"{provider_url}/",
+        client_kwargs={
+            "scope": SCOPE,
+            "code_challenge_method": "S256",
+            "token_endpoint_auth_method": "client_secret_post",
+        },
+    )
+    client: Any = oauth.create_client("bench")
+
+    @app.get("/login")
+    def login() -> ResponseReturnValue:
+        redirect_uri = f"{request.scheme}://{request.host}/auth"
+        response: ResponseReturnValue = client.authorize_redirect(redirect_uri)
+        return response
+
+    @app.get("/auth")
+    def auth() -> ResponseReturnValue:
+        token = client.authorize_access_token()
+        profile = client.get("userinfo", token=token)
+        profile.raise_for_status()
+        session["profile"] = profile.json()
+        return redirect("/")
+
+    return app
+
+
+def flask_dance_app(provider_url: str) -> Flask:
+    """Flask-Dance's generic OAuth 2 blueprint, PKCE on."""
+    from flask_dance.consumer import OAuth2ConsumerBlueprint, oauth_authorized
+
+    app = base_app("flask-dance")
+    blueprint = OAuth2ConsumerBlueprint(
+        "bench",
+        __name__,
+        client_id="flask-dance",
+        client_secret=CLIENT_SECRET,
+        base_url=f"{provider_url}/",
+        authorization_url=f"{provider_url}/authorize",
+        token_url=f"{provider_url}/token",
+        scope=SCOPE.split(),
+        use_pkce=True,
+        redirect_url="/",
+    )
+    app.register_blueprint(blueprint, url_prefix="/login")
+
+    @oauth_authorized.connect_via(blueprint)  # type: ignore[untyped-decorator]
+    def signed_in(bp: Any, token: Any) -> None:
+        profile = bp.session.get("userinfo")
+        profile.raise_for_status()
+        session["profile"] = profile.json()
+
+    return app
+
+
+def make_app(contender: str, provider_url: str) -> Flask:
+    """The app of ``contender`` (one of :data:`CONTENDERS`)."""
+    factories = {
+        "project": project_app,
+        "bare": bare_app,
+        "authlib": authlib_app,
+        "flask-dance": flask_dance_app,
+    }
+    return factories[contender](provider_url)
+
+
+def create_app() -> Flask:
+    """The gunicorn factory: the contender and provider address come from the environment."""
+    return make_app(os.environ["BENCH_CONTENDER"], os.environ["BENCH_PROVIDER_URL"])

@@ -1,0 +1,285 @@
+"""The example app of flask-social-oauth2: sign in, see the normalized profile, sign out.
+
+Run it with a local identity provider beside it (no account anywhere needed)::
+
+    pip install -e ".[example]" && python -m example_app
+
+or as any Flask app, ``flask --app example_app run``, with the providers whose variables are
+set in the environment (see ``providers.yaml``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import os
+import re
+import secrets
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+from flask import (
+    Blueprint,
+    Flask,
+    Response,
+    current_app,
+    g,
+    redirect,
+    render_template,
+    request,
+    session,
+    url_for,
+)
+from flask.typing import ResponseReturnValue
+
+from flask_social_oauth2 import SocialOAuth2
+from flask_social_oauth2.config import expand_environment, load_yaml_blocks
+from flask_social_oauth2.errors import (
+    AccessDeniedError,
+    AuthenticationError,
+    ConfigurationError,
+    ConfigurationProblem,
+)
+
+__all__ = ["PROVIDERS_FILE", "create_app", "select_blocks"]
+
+#: The example's provider blocks.
+PROVIDERS_FILE: Final = Path(__file__).with_name("providers.yaml")
+#: Where the extension's default success handler keeps the profile.
+PROFILE_KEY: Final = "social_profile"
+_CSRF_KEY: Final = "csrf_token"
+_VARIABLE: Final = re.compile(r"\$\{([^}]*)\}")
+_LABELS: Final[Mapping[str, tuple[str, str]]] = {
+    "local": ("Local identity provider", "Runs on this machine; no account needed"),
+    "github": ("GitHub", "Your GitHub account"),
+    "google": ("Google", "Your Google account"),
+}
+_PROFILE_FIELDS: Final = (
+    ("provider_id", "Provider"),
+    ("provider_key", "Provider key (user id)"),
+    ("full_name", "Full name"),
+    ("first_name", "First name"),
+    ("last_name", "Last name"),
+    ("email", "E-mail"),
+    ("avatar_url", "Avatar URL"),
+)
+
+_FAVICON: Final = (
+    '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 32 32">'
+    '<defs><linearGradient id="g" x1="0" y1="0" x2="1" y2="1">'
+    '<stop offset="0" stop-color="#3056d3"/><stop offset="1" stop-color="#7b4fd6"/>'
+    '</linearGradient></defs><rect width="32" height="32" rx="8" fill="url(#g)"/>'
+    '<circle cx="16" cy="12.5" r="5" fill="#fff"/>'
+    '<path d="M6.5 26c1.6-5 5.3-7.5 9.5-7.5s7.9 2.5 9.5 7.5z" fill="#fff"/></svg>'
+)
+
+bp = Blueprint("example", __name__)
+
+
+@dataclass(frozen=True)
+class ProviderChoice:
+    """A provider as the sign-in page shows it.
+
+    :param name: The block's name.
+    :param label: The name people know it by.
+    :param note: A line under the label.
+    :param missing: The ``${VAR}`` names to set to turn it on; empty when it is on.
+    """
+
+    name: str
+    label: str
+    note: str
+    missing: tuple[str, ...] = ()
+
+    @property
+    def initial(self) -> str:
+        """The letter on the provider's badge."""
+        return self.label[:1].upper()
+
+
+def _label(name: str) -> tuple[str, str]:
+    return _LABELS.get(name, (name.replace("-", " ").title(), f"Sign in with {name}"))
+
+
+def _variables(value: Any) -> set[str]:
+    if isinstance(value, str):
+        return set(_VARIABLE.findall(value))
+    if isinstance(value, Mapping):
+        return set().union(*(_variables(item) for item in value.values()))
+    return set()
+
+
+def select_blocks(
+    blocks: Mapping[str, Any], environ: Mapping[str, str]
+) -> tuple[dict[str, Any], dict[str, tuple[str, ...]]]:
+    """Split provider blocks into those whose ``${VAR}`` references are all set in
+    ``environ`` (returned with the references filled in) and the others.
+
+    The extension's loader treats a missing variable as a configuration error, which is right
+    for a real app; the example instead turns such a provider off and tells why.
+
+    :return: ``(enabled blocks, {name: missing variable names})``.
+    :raises ConfigurationError: for a reference that is not a valid variable name.
+    """
+    enabled: dict[str, Any] = {}
+    missing: dict[str, tuple[str, ...]] = {}
+    problems: list[ConfigurationProblem] = []
+    for name, block in blocks.items():
+        absent = tuple(sorted(v for v in _variables(block) if v not in environ))
+        if absent:
+            missing[name] = absent
+        elif isinstance(block, Mapping):
+            enabled[name] = {
+                key: expand_environment(value, name, str(key), environ, problems)
+                for key, value in block.items()
+            }
+        else:
+            enabled[name] = block  # the extension reports what is wrong with it
+    if problems:
+        raise ConfigurationError(problems)
+    return enabled, missing
+
+
+def create_app(
+    environ: Mapping[str, str] | None = None, config: Mapping[str, Any] | None = None
+) -> Flask:
+    """Create the example app.
+
+    :param environ: Variables for the ``${VAR}`` references of ``providers.yaml``, on top of
+        ``os.environ`` (``python -m example_app`` passes the local identity provider's
+        ``LOCAL_IDP_URL`` and ``LOCAL_IDP_CLIENT_SECRET`` this way).
+    :param config: Flask configuration applied last, e.g. ``TRUSTED_HOSTS``.
+    :raises ConfigurationError: when an enabled provider block is invalid.
+    """
+    variables = {**os.environ, **(environ or {})}
+    enabled, missing = select_blocks(load_yaml_blocks(PROVIDERS_FILE), variables)
+    app = Flask(__name__)
+    app.config.update(
+        # One process serves the example, so a random key per run is enough. Every process of
+        # a real deployment must share one SECRET_KEY: it signs the session and the state.
+        SECRET_KEY=variables.get("EXAMPLE_SECRET_KEY") or secrets.token_hex(32),
+        # A relative redirectURL is resolved against the request's Host: only these count.
+        TRUSTED_HOSTS=["127.0.0.1", "localhost"],
+        SESSION_COOKIE_HTTPONLY=True,
+        SESSION_COOKIE_SAMESITE="Lax",
+        SOCIAL_OAUTH2_PROVIDERS=enabled,
+        EXAMPLE_DISABLED_PROVIDERS=missing,
+    )
+    app.config.update(config or {})
+    social = SocialOAuth2(app)
+    social.on_error(_sign_in_failed)
+    app.register_blueprint(bp)
+    app.before_request(_make_nonce)
+    app.after_request(_security_headers)
+    return app
+
+
+# -- pages -------------------------------------------------------------------------------------
+
+
+def _make_nonce() -> None:
+    g.csp_nonce = secrets.token_urlsafe(16)
+
+
+def _security_headers(response: Response) -> Response:
+    nonce = g.get("csp_nonce", "")
+    response.headers.setdefault(
+        "Content-Security-Policy",
+        f"default-src 'none'; style-src 'nonce-{nonce}'; img-src 'self'; form-action 'self';"
+        " frame-ancestors 'none'; base-uri 'none'",
+    )
+    response.headers.setdefault("Referrer-Policy", "no-referrer")
+    response.headers.setdefault("X-Content-Type-Options", "nosniff")
+    response.headers.setdefault("X-Frame-Options", "DENY")
+    if response.mimetype == "text/html":
+        response.headers.setdefault("Cache-Control", "no-store")
+    return response
+
+
+def _render(template: str, status: int = 200, **context: Any) -> Response:
+    page = render_template(template, csp_nonce=g.get("csp_nonce", ""), **context)
+    return Response(page, status=status, mimetype="text/html")
+
+
+def _csrf_token() -> str:
+    token = session.get(_CSRF_KEY)
+    if not isinstance(token, str):
+        token = secrets.token_urlsafe(32)
+        session[_CSRF_KEY] = token
+    return token
+
+
+@bp.get("/")
+def index() -> ResponseReturnValue:
+    """The sign-in page: one button per configured provider."""
+    if isinstance(session.get(PROFILE_KEY), dict):
+        return redirect(url_for(".profile"))
+    social: SocialOAuth2 = current_app.extensions["social_oauth2"].extension
+    enabled = [ProviderChoice(name, *_label(name)) for name in social.providers]
+    disabled = [
+        ProviderChoice(name, *_label(name), missing=variables)
+        for name, variables in current_app.config["EXAMPLE_DISABLED_PROVIDERS"].items()
+    ]
+    return _render("signin.html", enabled=enabled, disabled=disabled)
+
+
+@bp.get("/favicon.ico")
+def favicon() -> ResponseReturnValue:
+    """The app's icon (an SVG; browsers ask for this path)."""
+    response = Response(_FAVICON, mimetype="image/svg+xml")
+    response.headers["Cache-Control"] = "public, max-age=86400"
+    return response
+
+
+@bp.get("/profile")
+def profile() -> ResponseReturnValue:
+    """The signed-in page: the normalized profile the extension kept in the session."""
+    data = session.get(PROFILE_KEY)
+    if not isinstance(data, dict):
+        return redirect(url_for(".index"))
+    name = data.get("full_name") or data.get("email") or data.get("provider_key") or "?"
+    initials = "".join(part[0] for part in str(name).split()[:2]).upper()
+    hue = int(hashlib.sha256(str(data.get("provider_key")).encode()).hexdigest()[:2], 16) % 8
+    return _render(
+        "profile.html",
+        display_name=name,
+        initials=initials or "?",
+        hue=hue,
+        provider_label=_label(str(data.get("provider_id")))[0],
+        email=data.get("email"),
+        rows=[(label, data.get(key)) for key, label in _PROFILE_FIELDS],
+        csrf_token=_csrf_token(),
+    )
+
+
+@bp.post("/sign-out")
+def sign_out() -> ResponseReturnValue:
+    """Forget the signed-in user. A POST with the session's CSRF token, so that another site
+    cannot sign the user out."""
+    sent = request.form.get(_CSRF_KEY, "")
+    expected = session.get(_CSRF_KEY)
+    if not isinstance(expected, str) or not hmac.compare_digest(sent.encode(), expected.encode()):
+        return _render(
+            "error.html",
+            400,
+            title="Sign-out refused",
+            message="The sign-out form has expired. Go back, reload the page and try again.",
+            provider_label=None,
+            code=400,
+        )
+    session.clear()
+    return redirect(url_for(".index"), code=303)
+
+
+def _sign_in_failed(provider_name: str, error: AuthenticationError) -> ResponseReturnValue:
+    title = "Sign-in cancelled" if isinstance(error, AccessDeniedError) else "Sign-in failed"
+    return _render(
+        "error.html",
+        error.status_code,
+        title=title,
+        message=error.public_message,
+        provider_label=_label(provider_name)[0],
+        code=error.status_code,
+    )

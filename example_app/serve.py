@@ -1,0 +1,115 @@
+"""Run the example app and a local identity provider together, both on loopback."""
+
+from __future__ import annotations
+
+import logging
+import secrets
+import socket
+import threading
+from collections.abc import Iterator, Mapping
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
+from typing import Any, Final
+
+from flask import Flask
+from werkzeug.serving import BaseWSGIServer, WSGIRequestHandler, make_server
+
+from flask_social_oauth2.local_idp import LocalIdentityProvider
+
+from . import create_app
+
+__all__ = ["CLIENT_ID", "HOST", "RunningExample", "run_example"]
+
+#: Both servers listen here only: the identity provider is a development tool without TLS.
+HOST: Final = "127.0.0.1"
+#: The ``clientID`` of the ``local`` block in providers.yaml.
+CLIENT_ID: Final = "example-app"
+
+log = logging.getLogger("example_app")
+
+
+class _QuietRequestHandler(WSGIRequestHandler):
+    """Werkzeug's handler, logging method, path and status but never the query string: the
+    callback's query holds the authorization code and the state."""
+
+    def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
+        path = getattr(self, "path", "").partition("?")[0]
+        log.info("%s %s -> %s", getattr(self, "command", "-"), path, code)
+
+    def log(self, type: str, message: str, *args: Any) -> None:
+        log.debug("server %s: " + message, type, *args)
+
+
+@dataclass(frozen=True)
+class RunningExample:
+    """The running example.
+
+    :param app: The example app.
+    :param idp: The local identity provider serving its ``local`` provider.
+    :param url: The address to open, e.g. ``http://127.0.0.1:5000/``.
+    """
+
+    app: Flask
+    idp: LocalIdentityProvider
+    url: str
+
+
+def _bind(port: int, option: str) -> socket.socket:
+    try:
+        return socket.create_server((HOST, port))
+    except OSError as error:
+        raise OSError(
+            error.errno, f"cannot listen on {HOST}:{port} ({option}): {error.strerror}"
+        ) from None
+
+
+@contextmanager
+def run_example(
+    port: int = 5000,
+    idp_port: int = 5001,
+    *,
+    environ: Mapping[str, str] | None = None,
+    config: Mapping[str, Any] | None = None,
+) -> Iterator[RunningExample]:
+    """Serve the example app and its local identity provider on threads for the ``with``
+    block.
+
+    :param port: The app's port on 127.0.0.1; ``0`` picks a free one.
+    :param idp_port: The identity provider's port on 127.0.0.1; ``0`` picks a free one.
+    :param environ: Further ``${VAR}`` values for providers.yaml (on top of ``os.environ``).
+    :param config: Flask configuration for the app.
+    :raises OSError: when a port cannot be bound; the message names the option.
+    """
+    with ExitStack() as stack:
+        sock = stack.enter_context(_bind(port, "--port"))
+        port = sock.getsockname()[1]
+        idp = LocalIdentityProvider(HOST, idp_port)
+        try:
+            idp.start()
+        except OSError as error:
+            message = f"cannot listen on {HOST}:{idp_port} (--idp-port): {error.strerror}"
+            raise OSError(error.errno, message) from None
+        stack.callback(idp.stop)
+        secret = secrets.token_urlsafe(32)
+        idp.register_client(
+            CLIENT_ID,
+            secret,
+            [f"http://{host}:{port}/authenticate/local" for host in (HOST, "localhost")],
+        )
+        variables = {**(environ or {}), "LOCAL_IDP_URL": idp.url, "LOCAL_IDP_CLIENT_SECRET": secret}
+        # Werkzeug ignores the port of a TRUSTED_HOSTS entry; with it, `flask social providers`
+        # prints the exact redirect URL to register at a provider.
+        settings = {"TRUSTED_HOSTS": [f"{HOST}:{port}", f"localhost:{port}"], **(config or {})}
+        app = create_app(variables, settings)
+        server: BaseWSGIServer = make_server(
+            HOST, port, app, threaded=True, request_handler=_QuietRequestHandler, fd=sock.fileno()
+        )
+        stack.callback(server.server_close)
+        sock.close()  # the server serves a duplicate of it
+        thread = threading.Thread(
+            target=server.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True
+        )
+        thread.start()
+        stack.callback(thread.join, 10)
+        stack.callback(server.shutdown)
+        yield RunningExample(app=app, idp=idp, url=f"http://{HOST}:{port}/")

@@ -1,0 +1,61 @@
+"""The app that the multiprocess and soak tests serve with gunicorn.
+
+Configured from the environment only, so that several gunicorn instances share nothing but what
+the test gives each of them (above all ``SECRET_KEY``)::
+
+    SOCIAL_TEST_SECRET_KEY     the shared SECRET_KEY
+    SOCIAL_TEST_PROVIDERS      JSON: provider name -> block (the specification's keys)
+    SOCIAL_TEST_TRUSTED_HOSTS  comma-separated host names for Flask's TRUSTED_HOSTS
+    SOCIAL_TEST_INSTANCE       a name for this instance, sent back in ``X-Served-By``
+    SOCIAL_TEST_TIMEOUT        SOCIAL_OAUTH2_TIMEOUT (seconds, default 5)
+
+Served as ``python -m gunicorn 'multiprocess_app:create_app()'`` with ``tests/`` on the path.
+Behind nginx, which sets ``X-Forwarded-For``, ``-Proto`` and ``-Host``, each trusted for one hop
+through Werkzeug's ProxyFix.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+from flask import Flask, Response, jsonify, session
+from werkzeug.middleware.proxy_fix import ProxyFix
+
+from flask_social_oauth2 import SocialOAuth2
+
+
+def create_app() -> Flask:
+    """Build the app from the ``SOCIAL_TEST_*`` environment variables."""
+    app = Flask("multiprocess_app")
+    app.config.update(
+        SECRET_KEY=os.environ["SOCIAL_TEST_SECRET_KEY"],
+        TRUSTED_HOSTS=os.environ.get("SOCIAL_TEST_TRUSTED_HOSTS", "127.0.0.1").split(","),
+        SOCIAL_OAUTH2_PROVIDERS=json.loads(os.environ["SOCIAL_TEST_PROVIDERS"]),
+        SOCIAL_OAUTH2_TIMEOUT=float(os.environ.get("SOCIAL_TEST_TIMEOUT", "5")),
+    )
+    app.wsgi_app = ProxyFix(  # type: ignore[method-assign]
+        app.wsgi_app, x_for=1, x_proto=1, x_host=1
+    )
+    instance = f"{os.environ.get('SOCIAL_TEST_INSTANCE', 'app')}/{os.getpid()}"
+    SocialOAuth2(app)
+
+    @app.get("/")
+    def index() -> str:
+        return "index"
+
+    @app.get("/me")
+    def me() -> Response:
+        profile = session.get("social_profile")
+        if profile is None:
+            response = jsonify(signed_in=False)
+            response.status_code = 401
+            return response
+        return jsonify(signed_in=True, profile=profile)
+
+    @app.after_request
+    def served_by(response: Response) -> Response:
+        response.headers["X-Served-By"] = instance
+        return response
+
+    return app

@@ -1,0 +1,173 @@
+"""The example app in a real headless Chromium (Debian's ``chromium``), driven by Playwright.
+
+Run with ``tox -e browser`` or ``pytest -m browser``. Chromium is not downloaded by Playwright:
+the test uses ``/usr/bin/chromium`` (or ``CHROMIUM_PATH``) and fails, never skips, without it.
+Each test saves a screenshot of every page under its tmp dir.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from example_app.serve import RunningExample, run_example
+
+pytestmark = pytest.mark.browser
+
+#: This machine's network is closed; without these flags Chromium stalls on background fetches.
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+TIMEOUT_MS = 15_000
+
+
+def chromium_path() -> str:
+    """The Chromium executable: ``CHROMIUM_PATH``, else Debian's ``/usr/bin/chromium``."""
+    configured = os.environ.get("CHROMIUM_PATH") or "/usr/bin/chromium"
+    found = shutil.which(configured)
+    if found is None:
+        pytest.fail(
+            f"Chromium not found at {configured!r}. Install it with `apt-get install chromium`"
+            " (Debian/Ubuntu), or set CHROMIUM_PATH to a Chromium or Chrome executable."
+            " Do not run `playwright install`: the test uses the system browser.",
+            pytrace=False,
+        )
+    return found
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    """A headless Chromium, shared by the tests of this module."""
+    path = chromium_path()
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        pytest.fail("Playwright is missing: pip install -e '.[browser]'", pytrace=False)
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(
+            executable_path=path, headless=True, args=CHROMIUM_ARGS, timeout=60_000
+        )
+        try:
+            yield launched
+        finally:
+            launched.close()
+
+
+@pytest.fixture
+def example() -> Iterator[RunningExample]:
+    """The example app and its local identity provider on free loopback ports."""
+    with run_example(0, 0) as running:
+        yield running
+
+
+class Page:
+    """A browser page that records every request and console error, and takes screenshots."""
+
+    def __init__(self, browser: Any, directory: Path) -> None:
+        self.context = browser.new_context(viewport={"width": 1000, "height": 760})
+        self.page = self.context.new_page()
+        self.page.set_default_timeout(TIMEOUT_MS)
+        self.directory = directory
+        self.hosts: set[str] = set()
+        self.console_errors: list[str] = []
+        self.page.on("request", lambda request: self.hosts.add(urlsplit(request.url).netloc))
+        self.page.on(
+            "console",
+            lambda message: (
+                self.console_errors.append(message.text) if message.type == "error" else None
+            ),
+        )
+
+    def shot(self, name: str) -> Path:
+        path = self.directory / f"{name}.png"
+        self.page.screenshot(path=str(path), full_page=True)
+        return path
+
+    def close(self) -> None:
+        self.context.close()
+
+
+@pytest.fixture
+def page(browser: Any, tmp_path: Path) -> Iterator[Page]:
+    opened = Page(browser, tmp_path)
+    try:
+        yield opened
+    finally:
+        opened.close()
+
+
+def only_loopback(page: Page, example: RunningExample) -> None:
+    app = urlsplit(example.url).netloc
+    idp = urlsplit(example.idp.url).netloc
+    assert page.hosts <= {app, idp}, f"requests left loopback: {sorted(page.hosts)}"
+    # A status the test expects (the 403 of a refused sign-in) is logged as "Failed to load
+    # resource"; anything else, such as a Content-Security-Policy violation, is a failure.
+    errors = [text for text in page.console_errors if not text.startswith("Failed to load")]
+    assert errors == [], errors
+
+
+def test_sign_in_with_the_local_provider_and_sign_out(page: Page, example: RunningExample) -> None:
+    browser_page = page.page
+    response = browser_page.goto(example.url)
+    assert response is not None
+    assert response.status == 200
+    assert browser_page.text_content("h1") == "Sign in"
+    page.shot("1-sign-in")
+
+    browser_page.click("#provider-local")
+    browser_page.wait_for_selector("#name")
+    assert browser_page.url.startswith(example.idp.url)
+    page.shot("2-local-provider")
+    browser_page.fill("#name", "Ada Lovelace")
+    browser_page.fill("#email", "ada@example.test")
+    browser_page.click("#approve")
+
+    browser_page.wait_for_url(f"{example.url}profile")
+    assert browser_page.text_content("#name") == "Ada Lovelace"
+    assert browser_page.text_content("#email") == "ada@example.test"
+    table = browser_page.text_content("#profile") or ""
+    assert "local" in table
+    assert "Lovelace" in table
+    page.shot("3-signed-in")
+
+    browser_page.click("#sign-out")
+    browser_page.wait_for_url(example.url)
+    assert browser_page.text_content("h1") == "Sign in"
+    page.shot("4-signed-out")
+    browser_page.goto(f"{example.url}profile")
+    assert browser_page.url == example.url, "the session still held the profile"
+    only_loopback(page, example)
+
+
+def test_deny_shows_the_error_page(page: Page, example: RunningExample) -> None:
+    browser_page = page.page
+    browser_page.goto(example.url)
+    browser_page.click("#provider-local")
+    browser_page.wait_for_selector("#deny")
+    with browser_page.expect_response(lambda r: "/authenticate/local?" in r.url) as answer:
+        browser_page.click("#deny")
+    assert answer.value.status == 403
+    browser_page.wait_for_selector("#error-message")
+    assert browser_page.text_content("#error-title") == "Sign-in cancelled"
+    assert "cancelled or refused" in (browser_page.text_content("#error-message") or "")
+    page.shot("5-denied")
+    browser_page.click("#back")
+    browser_page.wait_for_url(example.url)
+    assert browser_page.text_content("h1") == "Sign in"
+    only_loopback(page, example)

@@ -1,0 +1,337 @@
+"""The ``flask social`` command group: check, providers, init."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from click.testing import CliRunner, Result
+from conftest import CLIENT_SECRET, MakeApp, valid_block
+from flask import Flask
+from flask.cli import FlaskGroup, ScriptInfo
+
+from flask_social_oauth2 import SocialOAuth2
+from flask_social_oauth2.cli import provider_blocks, social_cli
+from flask_social_oauth2.config import StringScalarLoader, load_settings
+from flask_social_oauth2.errors import ConfigurationError
+from flask_social_oauth2.providers import BUILTIN_PROVIDERS
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def block_for(name: str, **changes: Any) -> dict[str, Any]:
+    return valid_block(**{"redirectURL": f"/authenticate/{name}", **changes})
+
+
+def run(app: Flask, *args: str) -> Result:
+    return app.test_cli_runner().invoke(args=["social", *args])
+
+
+def broken_app() -> Flask:
+    """A factory whose configuration fails in init_app with three problems."""
+    app = Flask("broken")
+    app.config.update(
+        SECRET_KEY="k",
+        SOCIAL_OAUTH2_PROVIDERS={
+            "github": block_for("github", clientID=None, scope=["read:user"]),
+            "acme": block_for("acme", accessTokenURL="http://token.example/token"),
+        },
+    )
+    SocialOAuth2(app)
+    return app
+
+
+# -- check ---------------------------------------------------------------------------------------
+
+
+def test_check_passes_a_good_configuration(make_app: MakeApp) -> None:
+    app = make_app({"example": block_for("example"), "other": block_for("other")})
+    result = run(app, "check")
+    assert result.exit_code == 0, result.output
+    assert result.stdout == "ok: 2 providers (example, other)\n"
+    assert result.stderr == ""
+
+
+def test_check_lists_every_redirect_url_problem_and_exits_1(make_app: MakeApp) -> None:
+    app = make_app(
+        {
+            "one": block_for("one", redirectURL="/nowhere"),
+            "two": block_for("two", redirectURL="/authenticate/one"),
+            "fine": block_for("fine"),
+        }
+    )
+    result = run(app, "check")
+    assert result.exit_code == 1
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert errors == [
+        "error: provider 'one', key 'redirectURL': path '/nowhere' routes to no GET view;"
+        " expected '/authenticate/one'",
+        "error: provider 'two', key 'redirectURL': path '/authenticate/one' routes to provider"
+        " 'one'; expected '/authenticate/two'",
+    ]
+    assert "failed: 2 error(s), 0 warning(s) in 3 providers (one, two, fine)" in result.stderr
+    assert result.stdout == ""
+
+
+def test_check_warns_about_relative_redirect_urls_without_trusted_hosts(
+    make_app: MakeApp,
+) -> None:
+    app = make_app(
+        {"b": block_for("b"), "a": block_for("a")},
+        TRUSTED_HOSTS=None,
+        SERVER_NAME="app.example",
+    )
+    result = run(app, "check")
+    assert result.exit_code == 0, result.output
+    assert (
+        "warning: providers 'a', 'b' have a relative redirectURL, resolved against the"
+        " request's Host header, but TRUSTED_HOSTS is not set" in result.stderr
+    )
+    assert result.stdout == "ok: 2 providers (b, a), 1 warning(s)\n"
+    strict = run(app, "check", "--strict")
+    assert strict.exit_code == 1
+    assert "failed: 0 error(s), 1 warning(s)" in strict.stderr
+
+
+def test_check_warns_about_plain_http_redirect_urls_and_no_providers(make_app: MakeApp) -> None:
+    app = make_app({"x": valid_block(redirectURL="http://app.example/authenticate/x")})
+    result = run(app, "check")
+    assert result.exit_code == 0
+    assert "provider 'x', key 'redirectURL': plain http to a host that is not loopback" in (
+        result.stderr
+    )
+    loopback = make_app({"x": valid_block(redirectURL="http://127.0.0.1:5000/authenticate/x")})
+    assert run(loopback, "check").stderr == ""
+    empty = run(make_app(), "check")
+    assert empty.exit_code == 0
+    assert "warning: no provider is configured" in empty.stderr
+    assert empty.stdout == "ok: 0 providers, 1 warning(s)\n"
+
+
+def test_check_validates_the_blocks_again_with_the_current_environment(
+    make_app: MakeApp, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CLI_TEST_SECRET", "from-the-environment")
+    app = make_app({"example": block_for("example", clientSecret="${CLI_TEST_SECRET}")})
+    assert run(app, "check").exit_code == 0
+    monkeypatch.delenv("CLI_TEST_SECRET")
+    result = run(app, "check")
+    assert result.exit_code == 1
+    assert (
+        "error: provider 'example', key 'clientSecret': environment variable"
+        " 'CLI_TEST_SECRET' is not set" in result.stderr
+    )
+    assert "from-the-environment" not in result.output
+
+
+def test_check_requires_a_secret_key(make_app: MakeApp) -> None:
+    app = make_app({"example": block_for("example")}, SECRET_KEY=None)
+    result = run(app, "check")
+    assert result.exit_code == 1
+    assert "error: SECRET_KEY is not set" in result.stderr
+
+
+def test_check_reports_an_app_whose_init_app_fails_without_a_traceback() -> None:
+    result = CliRunner().invoke(social_cli, ["check"], obj=ScriptInfo(create_app=broken_app))
+    assert result.exit_code == 1
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+    lines = result.stderr.splitlines()
+    assert "error: provider 'github', key 'clientID': is required" in lines
+    assert any(
+        line.startswith("error: provider 'github', key 'scope': must be a string") for line in lines
+    )
+    assert any(
+        line.startswith("error: provider 'acme', key 'accessTokenURL': must use https")
+        for line in lines
+    )
+    assert lines[-1].startswith("3 problems: the app failed to start")
+    assert "Traceback" not in result.output
+    assert CLIENT_SECRET not in result.output
+
+
+def test_flask_finds_the_group_before_the_app_loads_through_the_plugin_entry_point() -> None:
+    """``flask --app broken social check``: Flask looks plugin commands (the
+    ``flask.commands`` entry point) up before it loads the app, which is what lets the command
+    report a configuration that fails in init_app."""
+    cli = FlaskGroup(create_app=broken_app, load_dotenv=False)
+    cli._loaded_plugin_commands = True  # as if the entry point had been loaded
+    cli.add_command(social_cli)
+    result = CliRunner().invoke(cli, ["social", "check"])
+    assert result.exit_code == 1
+    assert "3 problems: the app failed to start" in result.stderr
+    assert "Traceback" not in result.output
+
+
+def test_the_plugin_entry_point_is_declared() -> None:
+    import tomllib
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    entry_points = project.get("entry-points", {})
+    flask_commands = entry_points.get("flask.commands", {})
+    assert flask_commands.get("social") == "flask_social_oauth2.cli:social_cli"
+
+
+def test_check_on_an_app_without_the_extension_is_a_clear_error() -> None:
+    result = CliRunner().invoke(
+        social_cli, ["check"], obj=ScriptInfo(create_app=lambda: Flask("bare"))
+    )
+    assert result.exit_code == 1
+    assert "flask-social-oauth2 is not set up on app 'bare'" in result.stderr
+
+
+def test_the_app_group_is_registered_by_init_app(make_app: MakeApp) -> None:
+    app = make_app()
+    assert app.cli.commands["social"] is social_cli
+
+
+# -- providers -----------------------------------------------------------------------------------
+
+
+def test_providers_prints_class_profile_address_and_redirect_url(make_app: MakeApp) -> None:
+    app = make_app(
+        {
+            "github": block_for("github", apiURL=None),
+            "example": block_for("example", customProperties={"apiKey": "hidden", "team": "a"}),
+        },
+        TRUSTED_HOSTS=[".app.example", "127.0.0.1"],
+        PREFERRED_URL_SCHEME="https",
+    )
+    result = run(app, "providers")
+    assert result.exit_code == 0, result.output
+    assert result.stdout == (
+        "github\n"
+        "  class:          flask_social_oauth2.providers.github.GitHubProvider\n"
+        "  authorization:  https://provider.example/authorize\n"
+        "  token:          https://provider.example/token\n"
+        "  profile:        https://api.github.com/user\n"
+        "  redirect URL:   https://app.example/authenticate/github\n"
+        "  client ID:      test-client\n"
+        "  client secret:  ***\n"
+        "  scope:          openid profile email\n"
+        "\n"
+        "example\n"
+        "  class:          flask_social_oauth2.provider.OAuth2Provider\n"
+        "  authorization:  https://provider.example/authorize\n"
+        "  token:          https://provider.example/token\n"
+        "  profile:        https://provider.example/userinfo\n"
+        "  redirect URL:   https://app.example/authenticate/example\n"
+        "  client ID:      test-client\n"
+        "  client secret:  ***\n"
+        "  scope:          openid profile email\n"
+        "  custom apiKey:  ***\n"
+        "  custom team:    a\n"
+    )
+    assert CLIENT_SECRET not in result.output
+    assert "hidden" not in result.output
+
+
+@pytest.mark.parametrize(
+    ("config", "args", "expected"),
+    [
+        ({"SERVER_NAME": "app.example:8443"}, (), "http://app.example:8443/authenticate/x (served"),
+        ({"TRUSTED_HOSTS": ["127.0.0.1:5000"]}, (), "http://127.0.0.1:5000/authenticate/x\n"),
+        ({"TRUSTED_HOSTS": ["127.0.0.1"]}, (), "http://127.0.0.1/authenticate/x (add the port"),
+        ({"TRUSTED_HOSTS": ["localhost"]}, ("--host", "localhost:8000"), "http://localhost:8000/"),
+        ({"TRUSTED_HOSTS": None}, (), "http://<request host>/authenticate/x (depends on the"),
+    ],
+)
+def test_providers_resolves_a_relative_redirect_url(
+    make_app: MakeApp, config: dict[str, Any], args: tuple[str, ...], expected: str
+) -> None:
+    app = make_app({"x": block_for("x")}, **config)
+    result = run(app, "providers", *args)
+    assert result.exit_code == 0, result.output
+    assert f"  redirect URL:   {expected}" in result.stdout
+
+
+def test_providers_shows_an_absolute_redirect_url_as_it_is(make_app: MakeApp) -> None:
+    url = "https://app.example/authenticate/x"
+    result = run(make_app({"x": valid_block(redirectURL=url)}), "providers")
+    assert f"  redirect URL:   {url}\n" in result.stdout
+    assert run(make_app(), "providers").stdout == "no provider is configured\n"
+
+
+def test_providers_reports_a_failing_configuration() -> None:
+    result = CliRunner().invoke(social_cli, ["providers"], obj=ScriptInfo(create_app=broken_app))
+    assert result.exit_code == 1
+    assert "3 problems: the app failed to start" in result.stderr
+
+
+# -- init ----------------------------------------------------------------------------------------
+
+
+def test_init_prints_a_ready_block(make_app: MakeApp) -> None:
+    result = run(make_app(), "init", "GitHub")
+    assert result.exit_code == 0, result.output
+    block = yaml.load(result.stdout, Loader=StringScalarLoader)  # noqa: S506 - a safe loader
+    assert list(block) == ["github"]
+    assert block["github"]["redirectURL"] == "/authenticate/github"
+    assert block["github"]["accessTokenURL"] == "https://github.com/login/oauth/access_token"
+
+
+def test_init_with_an_unknown_name_lists_the_known_ones_and_exits_2() -> None:
+    result = CliRunner().invoke(social_cli, ["init", "myspace"])
+    assert result.exit_code == 2
+    assert "'myspace' is not a built-in provider; known: amazon, auth0," in result.stderr
+    assert "github" in result.stderr
+    assert "zoom" in result.stderr
+
+
+class AnyVariable(Mapping[str, str]):
+    """An environment in which every variable is set, to a host name."""
+
+    def __getitem__(self, key: str) -> str:
+        return "tenant.example.com"
+
+    def __contains__(self, key: object) -> bool:
+        return True
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(())
+
+    def __len__(self) -> int:
+        return 0
+
+
+def parse_block(text: str) -> dict[str, Any]:
+    parsed: dict[str, Any] = yaml.load(text, Loader=StringScalarLoader)  # noqa: S506
+    return parsed
+
+
+def test_there_is_a_valid_block_for_every_builtin_provider() -> None:
+    blocks = provider_blocks()
+    assert sorted(blocks) == sorted(BUILTIN_PROVIDERS)
+    for name, text in blocks.items():
+        block = parse_block(text)
+        assert list(block) == [name]
+        filled = {
+            key: value.replace("<CLIENT_ID>", "id").replace("<CLIENT_SECRET>", "secret")
+            if isinstance(value, str)
+            else value
+            for key, value in block[name].items()
+        }
+        try:
+            settings = load_settings({"SOCIAL_OAUTH2_PROVIDERS": {name: filled}}, AnyVariable())
+        except ConfigurationError as error:  # pragma: no cover - shows the problem
+            pytest.fail(f"{name}: {error}")
+        assert filled["redirectURL"] == f"/authenticate/{name}"
+        assert BUILTIN_PROVIDERS[name].settings_problems(settings[name]) == [], name
+
+
+def test_the_blocks_match_docs_providers_md() -> None:
+    """``flask social init`` and docs/providers.md give the same block for each provider."""
+    docs = ROOT / "docs" / "providers.md"
+    documented = {}
+    for text in re.findall(r"```yaml\n(.*?)```", docs.read_text(encoding="utf-8"), re.S):
+        block = parse_block(text)
+        documented.update(block)
+    for name, text in provider_blocks().items():
+        assert name in documented, f"docs/providers.md has no YAML block for {name}"
+        assert parse_block(text)[name] == documented[name], (
+            f"the block of {name} differs between docs/providers.md and"
+            " flask_social_oauth2/provider_blocks.yaml"
+        )

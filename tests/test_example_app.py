@@ -1,0 +1,248 @@
+"""The example app: provider selection, pages, sign-out, the CLI on it, ``python -m``."""
+
+from __future__ import annotations
+
+import os
+import re
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import requests
+from flask import Flask
+from flask.testing import FlaskClient
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from example_app import PROVIDERS_FILE, create_app, select_blocks
+from example_app.serve import CLIENT_ID, run_example
+from flask_social_oauth2.config import load_yaml_blocks
+from flask_social_oauth2.errors import ConfigurationError
+from flask_social_oauth2.local_idp import LocalIdentityProvider, LocalUser
+from flask_social_oauth2.testing import local_idp, local_idp_block, sign_in
+
+ROOT = Path(__file__).resolve().parents[1]
+GITHUB = {"GITHUB_CLIENT_ID": "gh-id", "GITHUB_CLIENT_SECRET": "gh-secret-value"}
+ADA = LocalUser.from_name_email("Ada Lovelace", "ada@example.test")
+
+
+@pytest.fixture(autouse=True)
+def no_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The tests decide which providers have credentials, whatever the machine's environment."""
+    for name in (
+        "GITHUB_CLIENT_ID",
+        "GITHUB_CLIENT_SECRET",
+        "GOOGLE_CLIENT_ID",
+        "GOOGLE_CLIENT_SECRET",
+        "LOCAL_IDP_URL",
+        "LOCAL_IDP_CLIENT_SECRET",
+        "EXAMPLE_SECRET_KEY",
+    ):
+        monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture
+def local() -> Iterator[tuple[Flask, LocalIdentityProvider]]:
+    """The example app with its local provider served by a local identity provider."""
+    with local_idp() as idp:
+        secret = secrets.token_urlsafe(16)
+        local_idp_block(idp, "local", client_id=CLIENT_ID, client_secret=secret)
+        app = create_app({"LOCAL_IDP_URL": idp.url, "LOCAL_IDP_CLIENT_SECRET": secret})
+        yield app, idp
+
+
+def csrf_token(client: FlaskClient) -> str:
+    page = client.get("/profile").get_data(as_text=True)
+    match = re.search(r'name="csrf_token" value="([^"]+)"', page)
+    assert match is not None
+    return match.group(1)
+
+
+# -- providers.yaml ------------------------------------------------------------------------------
+
+
+def test_blocks_turn_on_only_when_their_variables_are_set() -> None:
+    blocks = load_yaml_blocks(PROVIDERS_FILE)
+    assert list(blocks) == ["local", "github", "google"]
+    enabled, missing = select_blocks(blocks, {})
+    assert enabled == {}
+    assert missing == {
+        "local": ("LOCAL_IDP_CLIENT_SECRET", "LOCAL_IDP_URL"),
+        "github": ("GITHUB_CLIENT_ID", "GITHUB_CLIENT_SECRET"),
+        "google": ("GOOGLE_CLIENT_ID", "GOOGLE_CLIENT_SECRET"),
+    }
+    enabled, missing = select_blocks(blocks, GITHUB)
+    assert list(enabled) == ["github"]
+    assert enabled["github"]["clientSecret"] == "gh-secret-value"
+    assert list(missing) == ["local", "google"]
+
+
+def test_a_bad_variable_reference_is_a_configuration_error() -> None:
+    with pytest.raises(ConfigurationError, match="'\\$\\{1X\\}' is not a valid variable name"):
+        select_blocks({"x": {"clientID": "${1X}"}}, {"1X": "v"})
+
+
+def test_the_local_block_uses_the_client_the_runner_registers() -> None:
+    assert load_yaml_blocks(PROVIDERS_FILE)["local"]["clientID"] == CLIENT_ID
+
+
+def test_github_and_google_blocks_are_valid_when_their_variables_are_set() -> None:
+    app = create_app({**GITHUB, "GOOGLE_CLIENT_ID": "g", "GOOGLE_CLIENT_SECRET": "gs"})
+    providers = app.extensions["social_oauth2"].providers
+    assert [type(p).__name__ for p in providers.values()] == ["GitHubProvider", "GoogleProvider"]
+
+
+# -- pages ---------------------------------------------------------------------------------------
+
+
+def test_the_sign_in_page_lists_providers_and_what_turns_the_others_on() -> None:
+    app = create_app(GITHUB)
+    response = app.test_client().get("/")
+    page = response.get_data(as_text=True)
+    assert response.status_code == 200
+    assert 'id="provider-github"' in page
+    assert 'href="/authenticate/github?next=/profile"' in page
+    assert "<code>GOOGLE_CLIENT_ID</code>, <code>GOOGLE_CLIENT_SECRET</code>" in page
+    assert "gh-secret-value" not in page
+    nonce = re.search(r'<style nonce="([^"]+)">', page)
+    assert nonce is not None
+    policy = response.headers["Content-Security-Policy"]
+    assert f"style-src 'nonce-{nonce.group(1)}'" in policy
+    assert "default-src 'none'" in policy
+    assert response.headers["Referrer-Policy"] == "no-referrer"
+    assert not re.search(r'(src|href|action)="(?!/)', page), "the page refers to another site"
+
+
+def test_without_any_provider_the_page_says_how_to_start_the_example() -> None:
+    page = create_app().test_client().get("/").get_data(as_text=True)
+    assert "No provider is configured" in page
+    assert "python -m example_app" in page
+
+
+def test_sign_in_profile_and_sign_out(local: tuple[Flask, LocalIdentityProvider]) -> None:
+    app, _ = local
+    client = app.test_client()
+    response = sign_in(client, "local", ADA, next="/profile")
+    assert response.status_code == 302
+    assert response.headers["Location"] == "/profile"
+    assert client.get("/").headers["Location"] == "/profile"
+    page = client.get("/profile").get_data(as_text=True)
+    assert '<h1 id="name">Ada Lovelace</h1>' in page
+    assert ADA.sub in page
+    assert "Signed in with Local identity provider" in page
+
+    refused = client.post("/sign-out", data={"csrf_token": "forged"})
+    assert refused.status_code == 400
+    assert client.get("/profile").status_code == 200, "a forged sign-out signed the user out"
+    response = client.post("/sign-out", data={"csrf_token": csrf_token(client)})
+    assert response.status_code == 303
+    assert response.headers["Location"] == "/"
+    assert client.get("/profile").headers["Location"] == "/"
+
+
+def test_sign_out_needs_post(local: tuple[Flask, LocalIdentityProvider]) -> None:
+    app, _ = local
+    assert app.test_client().get("/sign-out").status_code == 405
+
+
+def test_names_are_escaped(local: tuple[Flask, LocalIdentityProvider]) -> None:
+    app, _ = local
+    client = app.test_client()
+    sign_in(client, "local", LocalUser.from_name_email("<b>Eve</b>", "eve@example.test"))
+    page = client.get("/profile").get_data(as_text=True)
+    assert "<b>Eve</b>" not in page
+    assert "&lt;b&gt;Eve&lt;/b&gt;" in page
+
+
+@pytest.mark.parametrize(
+    ("outcome", "status", "title"),
+    [
+        ({"deny": "access_denied"}, 403, "Sign-in cancelled"),
+        ({"token_failure": "server_error"}, 502, "Sign-in failed"),
+    ],
+)
+def test_failures_show_the_error_page(
+    local: tuple[Flask, LocalIdentityProvider], outcome: dict[str, str], status: int, title: str
+) -> None:
+    app, _ = local
+    response = sign_in(app.test_client(), "local", ADA, **outcome)  # type: ignore[arg-type]
+    page = response.get_data(as_text=True)
+    assert response.status_code == status
+    assert f'<h1 id="error-title">{title}</h1>' in page
+    assert response.headers["Referrer-Policy"] == "no-referrer"
+
+
+def test_flask_social_commands_on_the_example() -> None:
+    with run_example(0, 0) as running:
+        runner = running.app.test_cli_runner()
+        check = runner.invoke(args=["social", "check"])
+        assert check.exit_code == 0, check.output
+        assert check.stdout == "ok: 1 provider (local)\n"
+        listing = runner.invoke(args=["social", "providers"]).stdout
+        assert f"  redirect URL:   {running.url}authenticate/local\n" in listing
+        assert f"  profile:        {running.idp.userinfo_url}\n" in listing
+
+
+# -- python -m example_app -----------------------------------------------------------------------
+
+
+def test_run_example_listens_on_loopback_only() -> None:
+    with run_example(0, 0) as running:
+        assert running.url.startswith("http://127.0.0.1:")
+        assert running.idp.host == "127.0.0.1"
+        assert requests.get(running.url, timeout=10).status_code == 200
+        assert requests.get(f"{running.url}favicon.ico", timeout=10).status_code == 200
+
+
+def test_python_m_example_app_prints_where_to_go_and_serves() -> None:
+    process = subprocess.Popen(
+        [sys.executable, "-m", "example_app", "--port", "0", "--idp-port", "0"],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    try:
+        assert process.stdout is not None
+        lines = []
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            line = process.stdout.readline()
+            lines.append(line)
+            if "Press Ctrl-C" in line or not line:
+                break
+        output = "".join(lines)
+        match = re.search(r"Open (http://127\.0\.0\.1:\d+/) ", output)
+        assert match is not None, output
+        assert re.search(r"identity provider\s+http://127\.0\.0\.1:\d+/", output)
+        assert "github (off)        set GITHUB_CLIENT_ID, GITHUB_CLIENT_SECRET" in output
+        page = requests.get(match.group(1), timeout=10)
+        assert 'id="provider-local"' in page.text
+    finally:
+        process.send_signal(signal.SIGINT)
+        out, err = process.communicate(timeout=20)
+    assert process.returncode == 0, err
+    assert "Stopped." in out
+
+
+def test_a_taken_port_is_a_clear_message() -> None:
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = taken.getsockname()[1]
+        result = subprocess.run(
+            [sys.executable, "-m", "example_app", "--port", str(port), "--idp-port", "0"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    assert result.returncode == 1
+    assert f"cannot listen on 127.0.0.1:{port} (--port)" in result.stderr
+    assert "Choose free ports" in result.stderr
+    assert "Traceback" not in result.stderr

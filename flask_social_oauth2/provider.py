@@ -405,26 +405,33 @@ class OAuth2Provider(SocialProvider):
 
         :raises UnexpectedResponseError: when the provider fails or answers no valid token.
         """
-        settings = self.settings
-        basic = self.token_auth_method == "client_secret_basic"  # noqa: S105 - a method name
         body = flow.token_request_body(
-            settings,
+            self.settings,
             code=code,
             redirect_uri=redirect_uri,
             verifier=verifier,
-            credentials_in_body=not basic,
+            credentials_in_body=not self._basic_client_auth,
         )
-        response = self.send(
+        return self.parse_token_response(self._post_to_token_endpoint("token request", body))
+
+    @property
+    def _basic_client_auth(self) -> bool:
+        return self.token_auth_method == "client_secret_basic"  # noqa: S105 - a method name
+
+    def _post_to_token_endpoint(self, step: str, body: str) -> ProviderResponse:
+        """POST a grant's form body to ``accessTokenURL`` with the client's authentication."""
+        return self.send(
             "POST",
-            settings.access_token_url,
-            step="token request",
+            self.settings.access_token_url,
+            step=step,
             error=UnexpectedResponseError,
             headers=flow.token_headers(
-                settings, basic_auth=basic, extra=self.token_request_headers()
+                self.settings,
+                basic_auth=self._basic_client_auth,
+                extra=self.token_request_headers(),
             ),
             data=body,
         )
-        return self.parse_token_response(response)
 
     def parse_token_response(self, response: ProviderResponse) -> OAuth2Info:
         """Read the token endpoint's answer."""
@@ -451,23 +458,13 @@ class OAuth2Provider(SocialProvider):
                 "cannot refresh: the token has no refresh_token (the provider issued none;"
                 " some issue one only for an 'offline_access' scope or parameter)",
             )
-        settings = self.settings
-        basic = self.token_auth_method == "client_secret_basic"  # noqa: S105 - a method name
-        response = self.send(
-            "POST",
-            settings.access_token_url,
-            step="refresh request",
-            error=UnexpectedResponseError,
-            headers=flow.token_headers(
-                settings, basic_auth=basic, extra=self.token_request_headers()
-            ),
-            data=flow.refresh_request_body(
-                settings,
-                refresh_token=info.refresh_token,
-                credentials_in_body=not basic,
-                scope=scope,
-            ),
+        body = flow.refresh_request_body(
+            self.settings,
+            refresh_token=info.refresh_token,
+            credentials_in_body=not self._basic_client_auth,
+            scope=scope,
         )
+        response = self._post_to_token_endpoint("refresh request", body)
         renewed = flow.parse_token_response(self.name, response, "refresh request")
         if renewed.refresh_token is None:
             renewed = dataclasses.replace(renewed, refresh_token=info.refresh_token)

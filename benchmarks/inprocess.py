@@ -73,6 +73,8 @@ def provider_server() -> Iterator[ProviderServer]:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+        if process.stdout is not None:
+            process.stdout.close()
 
 
 def redirect_runner(app: Flask, path: str) -> Callable[[int], float]:

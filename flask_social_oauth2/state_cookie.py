@@ -78,6 +78,21 @@ class PendingFlow:
         return cls(state, provider, redirect_uri, verifier, next_url, created, nonce)
 
 
+class _StateSigner(TimestampSigner):
+    """:class:`TimestampSigner` that derives each key once, not on every sign and unsign."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._derived: dict[bytes, bytes] = {}
+
+    def derive_key(self, secret_key: str | bytes | None = None) -> bytes:
+        key = self.secret_keys[-1] if secret_key is None else want_bytes(secret_key)
+        derived = self._derived.get(key)
+        if derived is None:
+            derived = self._derived[key] = super().derive_key(key)
+        return derived
+
+
 class StateSerializer(URLSafeTimedSerializer):
     """:class:`URLSafeTimedSerializer` that builds its signers once, not on every ``dumps`` and
     ``loads`` (signers hold no per-call state), and does not try to zlib-compress the payload:
@@ -85,7 +100,7 @@ class StateSerializer(URLSafeTimedSerializer):
     Compressed values (a leading ``.``) are still read."""
 
     def __init__(self, secret_key: Any, salt: str | bytes | None = _SALT) -> None:
-        super().__init__(secret_key, salt=salt)
+        super().__init__(secret_key, salt=salt, signer=_StateSigner)
         self._signer = super().make_signer(self.salt)
         self._unsigners = tuple(super().iter_unsigners(self.salt))
 
@@ -209,5 +224,16 @@ def _write_cookie(response: Any) -> Any:
             httponly=True,
             samesite="Lax",
         )
-    response.vary.add("Cookie")
+    _vary_on_cookie(response)
     return response
+
+
+def _vary_on_cookie(response: Any) -> None:
+    """Add ``Cookie`` to the ``Vary`` header, without parsing it into a ``HeaderSet`` and writing
+    it back (a sixth of writing the cookie, in the profile)."""
+    headers = response.headers
+    current = headers.get("Vary")
+    if not current:
+        headers["Vary"] = "Cookie"
+    elif "cookie" not in (item.strip().lower() for item in current.split(",")):
+        headers["Vary"] = f"{current}, Cookie"

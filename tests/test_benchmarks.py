@@ -40,8 +40,8 @@ def test_one_whole_flow_round_of_the_project_against_the_loopback_server() -> No
         app = make_app("project", server.url)
         runner = inprocess.flow_runner(app, START_PATHS["project"])
         rounds = run_rounds({"project": runner}, rounds=1, batch={"project": 6}, unit="flows/s")
-        stats = server.stats()
         cost = inprocess.one_flow(app, START_PATHS["project"], "cost")
+        stats = server.stats()
     assert list(rounds.rates) == ["project"]
     assert len(rounds.rates["project"]) == 1
     assert rounds.median_rate("project") > 0

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 from flask import Flask, current_app
@@ -22,8 +21,10 @@ EXTENSION_KEY: Final = "social_oauth2"
 
 @dataclass(slots=True)
 class AppState:
-    """What the extension keeps for one app. Written in ``init_app`` and once when the app is
-    first checked; never per request."""
+    """What the extension keeps for one app. Written in ``init_app``, then only by caches of
+    app-wide values (the redirect URL check's result, the signer for the current
+    ``SECRET_KEY``) and by :func:`flask_social_oauth2.testing.use_local_idp`; nothing about a
+    request is ever kept here."""
 
     extension: SocialOAuth2
     providers: Mapping[str, SocialProvider]
@@ -36,7 +37,6 @@ class AppState:
     session_key: str
     redirect_problems: tuple[ConfigurationProblem, ...] | None = None
     _serializer: tuple[Any, URLSafeTimedSerializer] | None = None
-    _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def serializer(self, app: Flask) -> URLSafeTimedSerializer:
         """The state cookie's signer for the app's current ``SECRET_KEY`` (and fallbacks)."""

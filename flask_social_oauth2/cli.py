@@ -24,13 +24,12 @@ from flask.cli import AppGroup, ScriptInfo
 from .app_state import get_app_state
 from .config import load_settings
 from .errors import ConfigurationError, ConfigurationProblem, SocialOAuth2Error
-from .extension import redirect_url_problems
+from .extension import redirect_url_problems, untrusted_host_warning
 from .provider import OAuth2Provider, SocialProvider
+from .settings import MASK, masked
 from .urls import is_loopback_host
 
 _BLOCKS_FILE: Final = "provider_blocks.yaml"
-_SECRET_WORDS: Final = ("secret", "password", "token", "key")
-_MASK: Final = "***"
 
 social_cli = AppGroup("social", help="Check and list the OAuth2 sign-in providers.")
 
@@ -89,16 +88,9 @@ def check_configuration(app: Flask) -> CheckReport:
     if not app.secret_key:
         add_error("SECRET_KEY is not set: the sign-in state cookie and the session need it")
 
-    relative = sorted(
-        name for name, p in state.providers.items() if p.settings.redirect_url.startswith("/")
-    )
-    if relative and not app.config.get("TRUSTED_HOSTS"):
-        report.warnings.append(
-            f"{_names(relative)} a relative redirectURL, resolved against the request's Host"
-            " header, but TRUSTED_HOSTS is not set: a forged Host header would change the"
-            " redirect_uri. Set TRUSTED_HOSTS to the app's host names (SERVER_NAME does not"
-            " restrict the accepted hosts since Flask 3.1)."
-        )
+    host_warning = untrusted_host_warning(app, state.providers)
+    if host_warning is not None:
+        report.warnings.append(host_warning)
     for name, provider in state.providers.items():
         parts = _split(provider.settings.redirect_url)
         if parts is not None and parts[0] == "http" and not is_loopback_host(parts[1]):
@@ -111,11 +103,6 @@ def check_configuration(app: Flask) -> CheckReport:
             "no provider is configured: set SOCIAL_OAUTH2_PROVIDERS or SOCIAL_OAUTH2_PROVIDERS_FILE"
         )
     return report
-
-
-def _names(names: list[str]) -> str:
-    quoted = ", ".join(repr(name) for name in names)
-    return f"provider {quoted} has" if len(names) == 1 else f"providers {quoted} have"
 
 
 def _split(url: str) -> tuple[str, str] | None:
@@ -235,12 +222,11 @@ def describe_provider(
         ("profile", profile),
         ("redirect URL", registered_redirect_url(app, settings.redirect_url, host=host)),
         ("client ID", settings.client_id),
-        ("client secret", _MASK),
+        ("client secret", MASK),
         ("scope", settings.scope or "(none)"),
     ]
     for key, value in settings.custom_properties.items():
-        secret = any(word in key.lower() for word in _SECRET_WORDS)
-        rows.append((f"custom {key}", _MASK if secret else value))
+        rows.append((f"custom {key}", masked(key, value)))
     return [provider.name] + [f"  {label + ':':15} {value}" for label, value in rows]
 
 

@@ -39,6 +39,7 @@ from .errors import (
 from .provider import MAX_CALLBACK_VALUE, OAuth2Provider, SocialProvider, finished_flow
 from .providers import BUILTIN_PROVIDERS
 from .settings import OAuth2Info, SocialProfile
+from .state_cookie import FLOW_PAGE_HEADERS
 
 logger = logging.getLogger("flask_social_oauth2")
 
@@ -63,13 +64,6 @@ _DEFAULTS: Final[Mapping[str, Any]] = MappingProxyType(
         "SOCIAL_OAUTH2_CHECK_REDIRECT_URLS": True,
     }
 )
-_SECURE_PAGE_HEADERS: Final[Mapping[str, str]] = MappingProxyType(
-    {
-        "Referrer-Policy": "no-referrer",
-        "Cache-Control": "no-store",
-        "X-Content-Type-Options": "nosniff",
-    }
-)
 _ERROR_PAGE: Final = """<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>Sign-in failed</title>
 <meta name="viewport" content="width=device-width, initial-scale=1">
@@ -86,7 +80,8 @@ class SocialOAuth2:
         social = SocialOAuth2(app)   # or: social = SocialOAuth2(); social.init_app(app)
 
     It mounts ``GET /authenticate/<provider>`` (``SOCIAL_OAUTH2_URL_RULE``), which starts a
-    sign-in and finishes it when the provider sends the user back.
+    sign-in and finishes it when the provider sends the user back, and accepts ``POST`` there
+    with a JSON ``{"code": ...}`` from a client-side framework for providers configured for one.
 
     :param app: The app to set up now, if any.
     :param provider_classes: Provider name -> class, for blocks that need a class other than the
@@ -268,7 +263,7 @@ class SocialOAuth2:
             response.headers["Content-Security-Policy"] = (
                 "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'"
             )
-        for header, value in _SECURE_PAGE_HEADERS.items():
+        for header, value in FLOW_PAGE_HEADERS.items():
             response.headers.setdefault(header, value)
         return response
 
@@ -287,7 +282,7 @@ class SocialOAuth2:
             else:
                 response = current_app.response_class(status=302)
                 response.headers["Location"] = target
-        for header, value in _SECURE_PAGE_HEADERS.items():
+        for header, value in FLOW_PAGE_HEADERS.items():
             response.headers.setdefault(header, value)
         return response
 
@@ -419,12 +414,23 @@ def redirect_url_problems(app: Flask) -> list[ConfigurationProblem]:
     return problems
 
 
+def untrusted_host_warning(app: Flask, providers: Mapping[str, SocialProvider]) -> str | None:
+    """The warning for providers with a relative ``redirectURL`` in an app without
+    ``TRUSTED_HOSTS`` (``SERVER_NAME`` does not restrict the accepted hosts since Flask 3.1),
+    or ``None``."""
+    relative = sorted(n for n, p in providers.items() if p.settings.redirect_url.startswith("/"))
+    if not relative or app.config.get("TRUSTED_HOSTS"):
+        return None
+    names = ", ".join(map(repr, relative))
+    return (
+        f"providers {names} have a relative redirectURL, resolved against the request's Host"
+        " header, but TRUSTED_HOSTS is not set: a forged Host header would change"
+        " the redirect_uri. Set TRUSTED_HOSTS to the app's host names (SERVER_NAME does not"
+        " restrict the accepted hosts since Flask 3.1)."
+    )
+
+
 def _warn_about_untrusted_hosts(app: Flask, providers: Mapping[str, SocialProvider]) -> None:
-    relative = [name for name, p in providers.items() if p.settings.redirect_url.startswith("/")]
-    if relative and not app.config.get("TRUSTED_HOSTS") and not app.config.get("SERVER_NAME"):
-        logger.warning(
-            "providers %s have a relative redirectURL, resolved against the request's Host header,"
-            " but neither TRUSTED_HOSTS nor SERVER_NAME is set: the redirect_uri would follow a"
-            " forged Host header. Set TRUSTED_HOSTS to the app's host names.",
-            ", ".join(sorted(relative)),
-        )
+    warning = untrusted_host_warning(app, providers)
+    if warning is not None:
+        logger.warning("%s", warning)

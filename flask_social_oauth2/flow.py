@@ -10,7 +10,6 @@ from __future__ import annotations
 import base64
 import functools
 import hashlib
-import json
 import re
 import secrets
 from collections.abc import Mapping
@@ -187,8 +186,8 @@ def read_token_fields(provider: str, response: ProviderResponse, step: str) -> d
         or _looks_like_json(response.body)
     ):
         try:
-            fields = json.loads(response.body)
-        except (UnicodeDecodeError, ValueError):
+            fields = response.json()
+        except ValueError:
             fields = None
     status = response.status
     if isinstance(fields, dict) and isinstance(fields.get("error"), str):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import http.client
 import io
+import json
 import logging
 import os
 import socket
@@ -126,6 +127,17 @@ class ProviderResponse:
     content_type: str
     body: bytes
     headers: Mapping[str, str]
+
+    def json(self) -> Any:
+        """The body read as JSON.
+
+        :raises ValueError: when it is not JSON, including JSON nested too deeply to read
+            (``json`` raises :class:`RecursionError` for that, which must not become a 500).
+        """
+        try:
+            return json.loads(self.body)
+        except RecursionError:
+            raise ValueError("JSON nested too deeply") from None
 
     @property
     def media_type(self) -> str:

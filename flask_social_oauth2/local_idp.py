@@ -41,7 +41,6 @@ import base64
 import hashlib
 import hmac
 import html
-import ipaddress
 import json
 import logging
 import re
@@ -88,6 +87,8 @@ from flask import Flask, Response, abort, request
 from joserfc import jwt
 from joserfc.jwk import RSAKey
 from werkzeug.serving import BaseWSGIServer, WSGIRequestHandler, make_server
+
+from .urls import is_loopback_host
 
 __all__ = [
     "IdTokenSigning",
@@ -142,15 +143,7 @@ def _is_loopback_host(host: str) -> bool:
     candidate = host.strip()
     if candidate.startswith("[") and candidate.endswith("]"):
         candidate = candidate[1:-1]
-    if candidate.lower() == "localhost":
-        return True
-    try:
-        address = ipaddress.ip_address(candidate)
-    except ValueError:
-        return False
-    if isinstance(address, ipaddress.IPv4Address):
-        return address.is_loopback
-    return address == ipaddress.IPv6Address("::1")
+    return is_loopback_host(candidate.lower())
 
 
 def _new_secret_token(**_: Any) -> str:

@@ -28,7 +28,6 @@ from __future__ import annotations
 import dataclasses
 import hmac
 import importlib.util
-import json
 import logging
 import os
 import re
@@ -420,8 +419,8 @@ def _get_json(provider: OAuth2Provider, url: str, step: str) -> tuple[Any, Provi
     if not 200 <= response.status < 300:
         raise DiscoveryError(provider.name, f"{step} failed: HTTP {response.status}")
     try:
-        return json.loads(response.body), response
-    except (UnicodeDecodeError, ValueError):
+        return response.json(), response
+    except ValueError:
         raise DiscoveryError(
             provider.name, f"{step}: HTTP {response.status} answered no JSON"
         ) from None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -33,8 +34,12 @@ def first_text(data: Any, paths: FieldPath) -> str | None:
         value = lookup(data, path)
         if isinstance(value, bool):
             continue
-        if isinstance(value, int | float):
-            return str(int(value)) if float(value).is_integer() else str(value)
+        if isinstance(value, int):
+            return str(value)
+        if isinstance(value, float):
+            if not math.isfinite(value):
+                continue
+            return str(int(value)) if value.is_integer() else str(value)
         if isinstance(value, str) and value.strip():
             return value.strip()
     return None

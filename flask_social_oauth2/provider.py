@@ -8,7 +8,6 @@ it and state only their default profile address, their profile mapping and their
 from __future__ import annotations
 
 import dataclasses
-import json
 import logging
 import re
 from abc import ABC, abstractmethod
@@ -297,9 +296,7 @@ class OAuth2Provider(SocialProvider):
         flows.append(pending)
         state_cookie.save_flows(flows)
         response = current_app.response_class(status=302)
-        response.headers["Location"] = url
-        response.headers["Cache-Control"] = "no-store"
-        response.headers["Referrer-Policy"] = "no-referrer"
+        response.headers["Location"] = url  # the flow's page headers come with the cookie
         logger.info("%s: sign-in started", self.name)
         return response
 
@@ -573,8 +570,8 @@ class OAuth2Provider(SocialProvider):
         if not 200 <= response.status < 300:
             raise ProfileRetrievalError(self.name, f"{step} failed: HTTP {response.status}")
         try:
-            return json.loads(response.body)
-        except (UnicodeDecodeError, ValueError):
+            return response.json()
+        except ValueError:
             raise ProfileRetrievalError(
                 self.name, f"{step}: HTTP {response.status} answered no JSON"
             ) from None

@@ -15,13 +15,15 @@ _NOT_PRINTABLE_ASCII: Final = re.compile(r"[^\x21-\x7e]")
 def resolve_redirect_uri(redirect_url: str) -> str:
     """The absolute redirect_uri for ``redirect_url``.
 
-    An absolute URL is used as it is. A path is resolved against the scheme and host of the
-    current request as Flask sees them, so ``TRUSTED_HOSTS`` (a foreign host is a 400) and a
-    ``ProxyFix`` installed by the app apply; nothing else of the request is trusted.
+    An absolute URL is used as it is. A path is a path of the app, like the routes: it is
+    resolved against the scheme, host and script root (the prefix the app is mounted under,
+    usually none) of the current request as Flask sees them, so ``TRUSTED_HOSTS`` (a foreign
+    host is a 400) and a ``ProxyFix`` installed by the app apply; nothing else of the request
+    is trusted.
     """
     if not redirect_url.startswith("/"):
         return redirect_url
-    return f"{request.scheme}://{request.host}{redirect_url}"
+    return f"{request.scheme}://{request.host}{request.script_root}{redirect_url}"
 
 
 def safe_next_path(value: str | None) -> str | None:

@@ -8,10 +8,11 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import functools
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, ClassVar, Final
+from urllib.parse import urlsplit
 
 from .errors import ConfigurationError, ConfigurationProblem
 from .urls import check_endpoint_url, check_redirect_url
@@ -66,8 +67,9 @@ RESERVED_PARAMS: Final[Mapping[str, frozenset[str]]] = MappingProxyType(
         ),
     }
 )
-_SECRET_WORDS: Final = ("secret", "password", "token", "key")
-_MASK: Final = "***"
+_SECRET_WORDS: Final = ("secret", "password", "token", "key", "assertion", "credential")
+#: What ``repr`` and the CLI show instead of a secret value.
+MASK: Final = "***"
 
 _UNSET: Any = object()
 
@@ -111,11 +113,11 @@ def _value_problems(values: Mapping[str, Any]) -> list[ConfigurationProblem]:
         elif key in _ENDPOINT_KEYS:
             error = _checked_endpoint_url(value)
             if error:
-                problem(key, f"{error}: {value!r}")
+                problem(key, f"{error}: {_shown_url(value)}")
         elif key == "redirectURL":
             error = _checked_redirect_url(value)
             if error:
-                problem(key, f"{error}: {value!r}")
+                problem(key, f"{error}: {_shown_url(value)}")
         elif key == "clientID" and value != value.strip():
             problem(key, "must not start or end with white space")
     for key in _MAP_KEYS:
@@ -139,8 +141,23 @@ def _value_problems(values: Mapping[str, Any]) -> list[ConfigurationProblem]:
     return problems
 
 
-def _mask(key: str, value: str) -> str:
-    return _MASK if any(word in key.lower() for word in _SECRET_WORDS) else value
+def masked(key: str, value: str) -> str:
+    """``value``, or :data:`MASK` when ``key`` looks like the name of a secret."""
+    return MASK if any(word in key.lower() for word in _SECRET_WORDS) else value
+
+
+def _shown_url(value: str) -> str:
+    """A URL as an error message may show it: no user credentials, query or fragment, which
+    can carry secrets."""
+    try:
+        parts = urlsplit(value)
+        netloc = parts.hostname or ""
+        if parts.port is not None:
+            netloc = f"{netloc}:{parts.port}"
+    except ValueError:
+        return "(value not shown)"
+    shown = f"{parts.scheme}://{netloc}{parts.path}" if parts.scheme else parts.path
+    return repr(shown[:200])
 
 
 @dataclass(frozen=True, slots=True, kw_only=True, repr=False)
@@ -266,12 +283,10 @@ class OAuth2Settings:
         for field_ in dataclasses.fields(self):
             value = getattr(self, field_.name)
             if field_.name == "client_secret":
-                parts.append(f"client_secret={_MASK!r}")
-            elif field_.name == "custom_properties":
-                masked = {key: _mask(key, item) for key, item in value.items()}
-                parts.append(f"custom_properties={masked!r}")
+                parts.append(f"client_secret={MASK!r}")
             elif isinstance(value, Mapping):
-                parts.append(f"{field_.name}={dict(value)!r}")
+                shown = {key: masked(key, item) for key, item in value.items()}
+                parts.append(f"{field_.name}={shown!r}")
             else:
                 parts.append(f"{field_.name}={value!r}")
         return f"OAuth2Settings({', '.join(parts)})"
@@ -279,7 +294,12 @@ class OAuth2Settings:
     __str__ = __repr__
 
     def __hash__(self) -> int:
-        return hash(tuple(sorted((k, repr(v)) for k, v in self._as_config_values().items())))
+        return hash(
+            tuple(
+                tuple(sorted(value.items())) if isinstance(value, Mapping) else value
+                for value in self._as_config_values().values()
+            )
+        )
 
 
 def _unknown_key_message(key: object) -> str:
@@ -329,9 +349,9 @@ class OAuth2Info:
             object.__setattr__(self, "id_token_claims", MappingProxyType(dict(claims)))
 
     def __repr__(self) -> str:
-        refresh = _MASK if self.refresh_token else None
+        refresh = MASK if self.refresh_token else None
         return (
-            f"OAuth2Info(access_token={_MASK!r}, token_type={self.token_type!r}, "
+            f"OAuth2Info(access_token={MASK!r}, token_type={self.token_type!r}, "
             f"expires_in={self.expires_in!r}, refresh_token={refresh!r}, "
             f"params=<{', '.join(sorted(self.params))}>"
             + (
@@ -385,6 +405,3 @@ class SocialProfile:
         """Rebuild a profile from :meth:`to_dict`'s output."""
         values: dict[str, Any] = {name: data.get(name) for name in cls._SESSION_FIELDS}
         return cls(**values)
-
-
-SettingsChange = Callable[[OAuth2Settings], OAuth2Settings]

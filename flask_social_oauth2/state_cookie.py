@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import hmac
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any, Final
 
 from flask import after_this_request, current_app, g, request
@@ -175,6 +176,16 @@ def now() -> int:
     return int(time.time())
 
 
+#: Headers of every response that starts or ends a flow (RFC 9700 4.2.4: no code or state in a
+#: Referer, nothing of the flow in a cache).
+FLOW_PAGE_HEADERS: Final[Mapping[str, str]] = MappingProxyType(
+    {
+        "Referrer-Policy": "no-referrer",
+        "Cache-Control": "no-store",
+        "X-Content-Type-Options": "nosniff",
+    }
+)
+
 _G_FLOWS: Final = "_social_oauth2_flows"
 
 
@@ -225,6 +236,8 @@ def _write_cookie(response: Any) -> Any:
             samesite="Lax",
         )
     _vary_on_cookie(response)
+    for header, value in FLOW_PAGE_HEADERS.items():
+        response.headers.setdefault(header, value)
     return response
 
 

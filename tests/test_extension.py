@@ -308,3 +308,28 @@ def test_with_settings_is_isolated_under_16_threads(make_app: MakeApp) -> None:
         assert scopes == [f"scope-{index}-{round_}" for round_ in range(200)]
     assert provider.settings is original
     assert provider.settings.scope == "openid profile email"
+
+
+def test_app_mounted_under_a_prefix_routes_its_relative_redirect_url(make_app: MakeApp) -> None:
+    app = make_app({"example": block_for("example")})
+    client = app.test_client()
+    started = client.get("/authenticate/example", base_url="http://localhost/app")
+    assert started.status_code == 302
+    assert (
+        "redirect_uri=http%3A%2F%2Flocalhost%2Fapp%2Fauthenticate%2Fexample"
+        in (started.headers["Location"])
+    )
+    assert client.get("/", base_url="http://localhost/app").status_code == 200
+
+
+def test_server_name_does_not_silence_the_trusted_hosts_warning(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    app = Flask("x")
+    app.config.update(
+        SECRET_KEY="k", SERVER_NAME="app.example", SOCIAL_OAUTH2_PROVIDERS={"e": block_for("e")}
+    )
+    with caplog.at_level(logging.WARNING, logger="flask_social_oauth2"):
+        SocialOAuth2(app)
+    (record,) = caplog.records
+    assert "TRUSTED_HOSTS is not set" in record.getMessage()

@@ -231,3 +231,91 @@ def test_code_challenge_is_s256_of_the_verifier() -> None:
         verifier = flow.new_verifier()
         assert len(verifier) >= 43
         assert flow.code_challenge(verifier) == reference.create_code_challenge(verifier, "S256")
+
+
+def test_deeply_nested_json_is_a_bad_answer_not_a_500(
+    make_app: MakeApp, fault_server: FaultServer
+) -> None:
+    nested = b"[" * 200_000 + b"]" * 200_000
+    token = Behaviour.respond(status=200, body=nested, content_type="application/json")
+    assert finish(make_app, fault_server, token).status_code == 502
+    fault_server.set("/token", Behaviour.json({"access_token": "at"}))
+    fault_server.set(
+        "/userinfo", Behaviour.respond(status=200, body=nested, content_type="application/json")
+    )
+    app = fault_app(make_app, fault_server)
+    client = app.test_client()
+    query = start_flow(client, "faulty")
+    response = client.get(
+        "/authenticate/faulty", query_string={"code": "c", "state": query["state"]}
+    )
+    assert response.status_code == 502
+
+
+@pytest.mark.parametrize(
+    ("body", "key"),
+    [
+        (b'{"sub": 1' + b"0" * 400 + b', "name": "Big"}', "1" + "0" * 400),
+        (b'{"sub": NaN, "id": "fallback"}', "fallback"),
+    ],
+)
+def test_numeric_user_ids_become_exact_strings(
+    make_app: MakeApp, fault_server: FaultServer, body: bytes, key: str
+) -> None:
+    fault_server.set("/token", Behaviour.json({"access_token": "at"}))
+    fault_server.set(
+        "/userinfo", Behaviour.respond(status=200, body=body, content_type="application/json")
+    )
+    app = fault_app(make_app, fault_server)
+    social: SocialOAuth2 = app.extensions["social_oauth2"].extension
+    keys: list[str] = []
+
+    @social.on_authenticated
+    def done(provider: Any, info: Any, profile: Any) -> str:
+        keys.append(profile.provider_key)
+        return "ok"
+
+    client = app.test_client()
+    query = start_flow(client, "faulty")
+    client.get("/authenticate/faulty", query_string={"code": "c", "state": query["state"]})
+    assert keys == [key]
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {},
+        {"scope": "read:user user:email"},
+        {"scope": None},
+        {"authorizationParams": {"prompt": "consent select_account", "hd": "ex&ample.org"}},
+        {"clientID": "id with spaces/+&="},
+        {"authorizationURL": "https://p.example/auth%20x/authorize"},
+    ],
+)
+def test_authorization_url_is_byte_for_byte_what_oauthlib_builds(changes: dict[str, Any]) -> None:
+    from conftest import valid_block
+    from oauthlib.common import add_params_to_uri
+
+    from flask_social_oauth2 import OAuth2Settings
+
+    settings = OAuth2Settings.from_config(valid_block(**changes))
+    redirect_uri = "https://app.example/authenticate/x?a=b c"
+    state, verifier, nonce = flow.new_state(), flow.new_verifier(), flow.new_nonce()
+    built = flow.authorization_url(
+        settings, redirect_uri=redirect_uri, state=state, verifier=verifier, nonce=nonce
+    )
+    params = [
+        ("response_type", "code"),
+        ("client_id", settings.client_id),
+        ("redirect_uri", redirect_uri),
+    ]
+    if settings.scope:
+        params.append(("scope", settings.scope))
+    params += [
+        ("state", state),
+        ("code_challenge", flow.code_challenge(verifier)),
+        ("code_challenge_method", "S256"),
+        ("nonce", nonce),
+        *settings.authorization_params.items(),
+    ]
+    assert built == add_params_to_uri(settings.authorization_url, params)

@@ -235,3 +235,25 @@ def test_post_is_refused_for_server_side_providers(
     response = idp_app.test_client().post("/authenticate/local", json={"code": "x"})
     assert response.status_code == 405
     assert idp.token_requests == []
+
+
+def test_an_app_views_callback_page_sends_no_referrer(
+    make_app: MakeApp, idp: LocalIdentityProvider
+) -> None:
+    app = make_app({"local": idp_block(idp)})
+    social: SocialOAuth2 = app.extensions["social_oauth2"].extension
+
+    @app.get("/mine/callback")
+    def mine() -> Any:
+        result = social.provider("local").authenticate()
+        return "signed in" if isinstance(result, OAuth2Info) else result
+
+    client = app.test_client()
+    started = client.get("/authenticate/local")
+    assert started.headers["Referrer-Policy"] == "no-referrer"
+    assert started.headers["Cache-Control"] == "no-store"
+    callback = follow_to_provider(started.headers["Location"])
+    response = client.get("/mine/callback?" + callback.split("?", 1)[1])
+    assert response.text == "signed in"
+    assert response.headers["Referrer-Policy"] == "no-referrer"
+    assert response.headers["Cache-Control"] == "no-store"

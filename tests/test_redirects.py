@@ -70,3 +70,15 @@ def test_forwarded_headers_count_only_through_proxy_fix() -> None:
     app.wsgi_app = ProxyFix(app.wsgi_app, x_proto=1, x_host=1)  # type: ignore[method-assign]
     proxied = app.test_client().get("/where", headers=headers, base_url="http://app.example")
     assert proxied.text == "https://evil.example/cb"
+
+
+def test_relative_redirect_url_keeps_the_script_root_of_a_mounted_app() -> None:
+    app = Flask("x")
+    with app.test_request_context(
+        "/authenticate/github", base_url="https://app.example/app"
+    ) as context:
+        assert context.request.script_root == "/app"
+        assert (
+            resolve_redirect_uri("/authenticate/github")
+            == "https://app.example/app/authenticate/github"
+        )

@@ -319,3 +319,35 @@ def test_social_profile_session_round_trip() -> None:
     data = profile.to_dict()
     assert "raw" not in data
     assert SocialProfile.from_dict(data) == profile
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["https://user:hunter2@api.example/me", "http://api.example/me?key=APIKEY123"],
+)
+def test_url_errors_never_echo_credentials_or_query(url: str) -> None:
+    (problem,) = problems_of(valid_block(apiURL=url))
+    assert "hunter2" not in problem
+    assert "APIKEY123" not in problem
+    assert "api.example/me" in problem
+
+
+def test_repr_masks_secret_looking_entries_of_every_map() -> None:
+    settings = OAuth2Settings.from_config(
+        valid_block(
+            accessTokenParams={"client_assertion": "JWT-SECRET", "audience": "api"},
+            authorizationParams={"login_hint": "ada", "api_key": "K-SECRET"},
+        )
+    )
+    text = repr(settings)
+    assert "JWT-SECRET" not in text
+    assert "K-SECRET" not in text
+    assert "'audience': 'api'" in text
+    assert "'login_hint': 'ada'" in text
+
+
+def test_equal_settings_hash_equal_whatever_the_map_order() -> None:
+    one = OAuth2Settings.from_config(valid_block(customProperties={"a": "1", "b": "2"}))
+    two = OAuth2Settings.from_config(valid_block(customProperties={"b": "2", "a": "1"}))
+    assert one == two
+    assert hash(one) == hash(two)

@@ -112,6 +112,15 @@ def start_flow(client: Any, provider: str, **query: str) -> dict[str, str]:
     return dict(parse_qsl(urlsplit(response.headers["Location"]).query))
 
 
+def code_callback(client: Any, provider: str, code: str = "c") -> Any:
+    """Start a sign-in with the test client and come back with ``code`` and the flow's state, as
+    the provider would: the app's answer to the callback."""
+    query = start_flow(client, provider)
+    return client.get(
+        f"/authenticate/{provider}", query_string={"code": code, "state": query["state"]}
+    )
+
+
 def fault_app(make_app: MakeApp, server: FaultServer, **config: Any) -> Flask:
     """An app whose provider ``faulty`` has its token and profile addresses on ``server``."""
     block = valid_block(

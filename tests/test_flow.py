@@ -7,7 +7,7 @@ import time
 from typing import Any
 
 import pytest
-from conftest import CLIENT_SECRET, MakeApp, fault_app, start_flow
+from conftest import CLIENT_SECRET, MakeApp, code_callback, fault_app, start_flow
 from fault_server import Behaviour, FaultServer, refused_url
 
 from flask_social_oauth2 import SocialOAuth2, flow
@@ -74,8 +74,7 @@ def test_basic_client_authentication_on_request(
     )
     app = make_app({"faulty": block})
     client = app.test_client()
-    query = start_flow(client, "faulty")
-    client.get("/authenticate/faulty", query_string={"code": "c", "state": query["state"]})
+    code_callback(client, "faulty")
     (request,) = [r for r in fault_server.requests if r.path == "/token"]
     assert request.headers["Authorization"] == flow.basic_credentials("test-client", CLIENT_SECRET)
     assert "client_secret" not in request.form()
@@ -134,10 +133,7 @@ def test_expires_in_as_string_or_number(
     )
     fault_server.set("/userinfo", Behaviour.json(USERINFO))
     client = app.test_client()
-    query = start_flow(client, "faulty")
-    response = client.get(
-        "/authenticate/faulty", query_string={"code": "c", "state": query["state"]}
-    )
+    response = code_callback(client, "faulty")
     assert response.text == "ok"
     (info,) = seen
     assert info.expires_in == 3600
@@ -187,10 +183,7 @@ def test_connection_refused_gives_502(make_app: MakeApp) -> None:
         }
     )
     client = app.test_client()
-    query = start_flow(client, "faulty")
-    response = client.get(
-        "/authenticate/faulty", query_string={"code": "c", "state": query["state"]}
-    )
+    response = code_callback(client, "faulty")
     assert response.status_code == 502
 
 
@@ -201,10 +194,7 @@ def test_profile_failure_is_a_profile_retrieval_error(
     fault_server.set("/userinfo", Behaviour.json({"message": "Bad credentials"}, status=401))
     app = fault_app(make_app, fault_server)
     client = app.test_client()
-    query = start_flow(client, "faulty")
-    response = client.get(
-        "/authenticate/faulty", query_string={"code": "c", "state": query["state"]}
-    )
+    response = code_callback(client, "faulty")
     assert response.status_code == 502
     assert "profile could not be read" in response.text
     assert any("profile request failed: HTTP 401" in r.getMessage() for r in captured_logs)
@@ -216,10 +206,7 @@ def test_profile_without_user_id(make_app: MakeApp, fault_server: FaultServer, b
     fault_server.set("/userinfo", Behaviour.json(body))
     app = fault_app(make_app, fault_server)
     client = app.test_client()
-    query = start_flow(client, "faulty")
-    response = client.get(
-        "/authenticate/faulty", query_string={"code": "c", "state": query["state"]}
-    )
+    response = code_callback(client, "faulty")
     assert response.status_code == 502
 
 
@@ -245,10 +232,7 @@ def test_deeply_nested_json_is_a_bad_answer_not_a_500(
     )
     app = fault_app(make_app, fault_server)
     client = app.test_client()
-    query = start_flow(client, "faulty")
-    response = client.get(
-        "/authenticate/faulty", query_string={"code": "c", "state": query["state"]}
-    )
+    response = code_callback(client, "faulty")
     assert response.status_code == 502
 
 
@@ -276,8 +260,7 @@ def test_numeric_user_ids_become_exact_strings(
         return "ok"
 
     client = app.test_client()
-    query = start_flow(client, "faulty")
-    client.get("/authenticate/faulty", query_string={"code": "c", "state": query["state"]})
+    code_callback(client, "faulty")
     assert keys == [key]
 
 

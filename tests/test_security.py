@@ -21,6 +21,7 @@ from conftest import (
     CLIENT_SECRET,
     MakeApp,
     callback_path,
+    code_callback,
     fault_app,
     follow_to_provider,
     idp_block,
@@ -623,10 +624,7 @@ def test_s22_a_profile_without_an_id_is_refused_never_keyed_by_email(
     fault_server.set("/userinfo", Behaviour.json({"email": "a@example.test", "name": "A"}))
     app = fault_app(make_app, fault_server)
     client = app.test_client()
-    query = start_flow(client, "faulty")
-    response = client.get(
-        "/authenticate/faulty", query_string={"code": "c", "state": query["state"]}
-    )
+    response = code_callback(client, "faulty")
     assert response.status_code == 502
 
 

@@ -58,14 +58,18 @@ def authorization_url(
     state: str,
     verifier: str,
     nonce: str | None = None,
+    endpoint: str | None = None,
 ) -> str:
     """The address that starts the flow at the provider.
 
-    A query already present in ``authorizationURL`` is kept, and every ``authorizationParams``
-    entry is added.
+    A query already present in the endpoint is kept, and every ``authorizationParams`` entry is
+    added.
+
+    :param endpoint: The authorization endpoint; ``authorizationURL`` by default (a provider
+        passes the discovered one when the block leaves it out).
     """
-    assert settings.authorization_url is not None
-    base = settings.authorization_url
+    base = endpoint or settings.authorization_url
+    assert base is not None
     challenge = code_challenge(verifier)
     if "?" not in base and "#" not in base and _URLSAFE.match(state + (nonce or "")):
         # The common case, built from a per-(client, redirect_uri, scope) prefix encoded once:

@@ -127,7 +127,12 @@ class OAuth2Provider(SocialProvider):
     hooks only for a provider's real quirks.
     """
 
-    __slots__ = ()
+    __slots__ = ("_issuer",)
+
+    def __init__(self, name: str, settings: OAuth2Settings) -> None:
+        super().__init__(name, settings)
+        # Derived once: a provider's settings never change, and a callback asks several times.
+        self._issuer = self.issuer_for(settings)
 
     #: The profile address used when the block has no ``apiURL``.
     default_api_url: ClassVar[str | None] = None
@@ -236,7 +241,7 @@ class OAuth2Provider(SocialProvider):
     @property
     def issuer(self) -> str | None:
         """The provider's OpenID Connect issuer (see :meth:`issuer_for`), or ``None``."""
-        return self.issuer_for(self.settings)
+        return self._issuer
 
     def openid_metadata(self) -> oidc.ProviderMetadata | None:
         """The provider's discovery document (cached per process, fetched on first use), or
@@ -303,11 +308,11 @@ class OAuth2Provider(SocialProvider):
     def authorization_url(self, pending: PendingFlow) -> str:
         """The provider address that starts ``pending``."""
         assert pending.verifier is not None
-        settings = self.settings
-        if settings.authorization_url is None:  # discovered: see authorization_endpoint()
-            settings = settings.replace(authorization_url=self.authorization_endpoint())
+        endpoint = self.authorization_endpoint()  # configured, or discovered
+        assert endpoint is not None
         return flow.authorization_url(
-            settings,
+            self.settings,
+            endpoint=endpoint,
             redirect_uri=pending.redirect_uri,
             state=pending.state,
             verifier=pending.verifier,

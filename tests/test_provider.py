@@ -257,3 +257,18 @@ def test_an_app_views_callback_page_sends_no_referrer(
     assert response.text == "signed in"
     assert response.headers["Referrer-Policy"] == "no-referrer"
     assert response.headers["Cache-Control"] == "no-store"
+
+
+def test_derived_issuer_follows_with_settings(
+    make_app: MakeApp, idp: LocalIdentityProvider
+) -> None:
+    app = make_app({"local": idp_block(idp)})
+    social: SocialOAuth2 = app.extensions["social_oauth2"].extension
+    with app.app_context():
+        provider = social.provider("local")
+        assert provider.issuer is None  # type: ignore[attr-defined]
+        derived = provider.with_settings(
+            lambda s: s.replace(custom_properties={"issuer": idp.issuer})
+        )
+        assert derived.issuer == idp.issuer  # type: ignore[attr-defined]
+        assert provider.issuer is None  # type: ignore[attr-defined]

@@ -126,3 +126,20 @@ def optional_json(
     except ProfileRetrievalError as error:
         logger.info("%s: %s skipped: %s", provider.name, step, error)
         return None
+
+
+class EmailListProvider(OAuth2Provider):
+    """A provider whose e-mail addresses are listed at the profile address plus ``/emails``
+    (GitHub, Bitbucket); ``customProperties.emailsURL`` (https) overrides that address."""
+
+    __slots__ = ()
+
+    @classmethod
+    def settings_problems(cls, settings: OAuth2Settings) -> list[ConfigurationProblem]:
+        return super().settings_problems(settings) + url_property_problems(settings, ("emailsURL",))
+
+    @property
+    def emails_url(self) -> str:
+        """Where the user's e-mail addresses are listed."""
+        configured = self.settings.custom_properties.get("emailsURL")
+        return configured or sub_resource(require_profile_url(self), "emails")

@@ -5,20 +5,17 @@ from __future__ import annotations
 import dataclasses
 from typing import ClassVar
 
-from ..errors import ConfigurationProblem
 from ..profile_fields import ProfileFields, lookup
-from ..provider import OAuth2Provider, TokenAuthMethod
-from ..settings import OAuth2Info, OAuth2Settings, SocialProfile
+from ..provider import TokenAuthMethod
+from ..settings import OAuth2Info, SocialProfile
 from ._common import (
+    EmailListProvider,
     optional_json,
     primary_email,
-    require_profile_url,
-    sub_resource,
-    url_property_problems,
 )
 
 
-class BitbucketProvider(OAuth2Provider):
+class BitbucketProvider(EmailListProvider):
     """Sign in with Bitbucket Cloud.
 
     The profile is ``GET https://api.bitbucket.org/2.0/user``; the user's key is the account
@@ -38,16 +35,6 @@ class BitbucketProvider(OAuth2Provider):
         full_name=("display_name", "nickname"),
         avatar_url="links.avatar.href",
     )
-
-    @classmethod
-    def settings_problems(cls, settings: OAuth2Settings) -> list[ConfigurationProblem]:
-        return super().settings_problems(settings) + url_property_problems(settings, ("emailsURL",))
-
-    @property
-    def emails_url(self) -> str:
-        """Where the user's e-mail addresses are listed."""
-        configured = self.settings.custom_properties.get("emailsURL")
-        return configured or sub_resource(require_profile_url(self), "emails")
 
     def retrieve_profile(self, info: OAuth2Info) -> SocialProfile:
         profile = super().retrieve_profile(info)

@@ -7,16 +7,13 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any, ClassVar, Final
 
-from ..errors import ConfigurationProblem
 from ..profile_fields import ProfileFields
-from ..provider import OAuth2Provider
-from ..settings import OAuth2Info, OAuth2Settings, SocialProfile
+from ..settings import OAuth2Info, SocialProfile
 from ._common import (
+    EmailListProvider,
     optional_json,
     primary_email,
     require_profile_url,
-    sub_resource,
-    url_property_problems,
 )
 
 #: Headers GitHub's REST API documentation asks for.
@@ -25,7 +22,7 @@ API_HEADERS: Final[Mapping[str, str]] = MappingProxyType(
 )
 
 
-class GitHubProvider(OAuth2Provider):
+class GitHubProvider(EmailListProvider):
     """Sign in with GitHub.
 
     The profile is ``GET https://api.github.com/user``. A user who keeps the e-mail address
@@ -46,16 +43,6 @@ class GitHubProvider(OAuth2Provider):
     profile_fields: ClassVar[ProfileFields] = ProfileFields(
         provider_key="id", full_name="name", email="email", avatar_url="avatar_url"
     )
-
-    @classmethod
-    def settings_problems(cls, settings: OAuth2Settings) -> list[ConfigurationProblem]:
-        return super().settings_problems(settings) + url_property_problems(settings, ("emailsURL",))
-
-    @property
-    def emails_url(self) -> str:
-        """Where the user's e-mail addresses are listed."""
-        configured = self.settings.custom_properties.get("emailsURL")
-        return configured or sub_resource(require_profile_url(self), "emails")
 
     def fetch_profile(self, info: OAuth2Info) -> Mapping[str, Any]:
         raw: Mapping[str, Any] = self.request_json(

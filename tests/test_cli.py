@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 import yaml
 from click.testing import CliRunner, Result
-from conftest import CLIENT_SECRET, MakeApp, valid_block
 from flask import Flask
 from flask.cli import FlaskGroup, ScriptInfo
+from helpers import CLIENT_SECRET, MakeApp, block_for, valid_block
 
 from flask_social_oauth2 import SocialOAuth2
 from flask_social_oauth2.cli import provider_blocks, social_cli
@@ -21,10 +21,6 @@ from flask_social_oauth2.errors import ConfigurationError
 from flask_social_oauth2.providers import BUILTIN_PROVIDERS
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def block_for(name: str, **changes: Any) -> dict[str, Any]:
-    return valid_block(**{"redirectURL": f"/authenticate/{name}", **changes})
 
 
 def run(app: Flask, *args: str) -> Result:

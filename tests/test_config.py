@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import valid_block
+from helpers import valid_block
 
 from flask_social_oauth2.config import load_settings, load_yaml_blocks
 from flask_social_oauth2.errors import ConfigurationError

@@ -8,8 +8,8 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from conftest import MakeApp, valid_block
 from flask import Flask
+from helpers import MakeApp, block_for, valid_block
 
 from flask_social_oauth2 import OAuth2Provider, OAuth2Settings, SocialOAuth2, SocialProvider
 from flask_social_oauth2.errors import (
@@ -17,10 +17,6 @@ from flask_social_oauth2.errors import (
     SocialOAuth2Error,
     UnknownProviderError,
 )
-
-
-def block_for(name: str, **changes: Any) -> dict[str, Any]:
-    return valid_block(redirectURL=f"/authenticate/{name}", **changes)
 
 
 def test_pallets_style_setup_keeps_state_in_app_extensions() -> None:

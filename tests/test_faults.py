@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from typing import Any, Final, Literal
 
 import pytest
-from conftest import MakeApp, start_flow, valid_block
 from fault_server import DNS_FAILURE_URL, Behaviour, FaultServer, RecordedRequest, refused_url
+from helpers import MakeApp, start_flow, valid_block
 from markupsafe import escape
 
 from flask_social_oauth2 import signals

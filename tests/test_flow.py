@@ -7,8 +7,8 @@ import time
 from typing import Any
 
 import pytest
-from conftest import CLIENT_SECRET, MakeApp, code_callback, fault_app, start_flow
 from fault_server import Behaviour, FaultServer, refused_url
+from helpers import CLIENT_SECRET, MakeApp, code_callback, fault_app, start_flow
 
 from flask_social_oauth2 import SocialOAuth2, flow
 
@@ -63,7 +63,7 @@ def test_basic_client_authentication_on_request(
 ) -> None:
     fault_server.set("/token", Behaviour.json({"access_token": "at"}))
     fault_server.set("/userinfo", Behaviour.json(USERINFO))
-    from conftest import valid_block
+    from helpers import valid_block
 
     block = valid_block(
         redirectURL="/authenticate/faulty",
@@ -173,7 +173,7 @@ def test_endless_body_is_refused(make_app: MakeApp, fault_server: FaultServer) -
 
 
 def test_connection_refused_gives_502(make_app: MakeApp) -> None:
-    from conftest import valid_block
+    from helpers import valid_block
 
     app = make_app(
         {
@@ -276,7 +276,7 @@ def test_numeric_user_ids_become_exact_strings(
     ],
 )
 def test_authorization_url_is_byte_for_byte_what_oauthlib_builds(changes: dict[str, Any]) -> None:
-    from conftest import valid_block
+    from helpers import valid_block
     from oauthlib.common import add_params_to_uri
 
     from flask_social_oauth2 import OAuth2Settings

@@ -13,9 +13,9 @@ from urllib.parse import quote_from_bytes, urlsplit
 
 import pytest
 import yaml
-from conftest import MakeApp, fault_app, start_flow, valid_block
 from fault_server import Behaviour, FaultServer
 from flask import Flask
+from helpers import MakeApp, fault_app, start_flow, valid_block
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from markupsafe import escape

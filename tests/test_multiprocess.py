@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Final
 
 import pytest
-from conftest import ALICE, CLIENT_ID, CLIENT_SECRET, idp_block
+from helpers import ALICE, CLIENT_ID, CLIENT_SECRET, idp_block
 from multiprocess_support import (
     Browser,
     FlowRecord,
@@ -68,7 +68,9 @@ def cluster(tmp_path: Path) -> Iterator[Cluster]:
             assert "Traceback" not in instance.log_text(), instance.log_text()
 
 
-def sign_in(cluster: Cluster, flow: int, between: Callable[[], None] | None = None) -> FlowRecord:
+def cluster_sign_in(
+    cluster: Cluster, flow: int, between: Callable[[], None] | None = None
+) -> FlowRecord:
     """One whole sign-in by a fresh browser; ``between`` runs after the provider step."""
     browser = Browser(cluster.nginx.url, flow)
     try:
@@ -86,7 +88,7 @@ def sign_in(cluster: Cluster, flow: int, between: Callable[[], None] | None = No
 
 def run(cluster: Cluster, flows: range) -> list[FlowRecord]:
     with ThreadPoolExecutor(CONCURRENCY) as pool:
-        return list(pool.map(lambda flow: sign_in(cluster, flow), flows))
+        return list(pool.map(lambda flow: cluster_sign_in(cluster, flow), flows))
 
 
 def assert_all_signed_in(records: list[FlowRecord], cluster: Cluster) -> None:
@@ -154,7 +156,7 @@ def test_flows_survive_an_instance_killed_halfway(cluster: Cluster) -> None:
         barrier.wait(timeout=60)  # instance "a" is dead
 
     with ThreadPoolExecutor(CONCURRENCY) as pool:
-        futures = [pool.submit(sign_in, cluster, flow, between) for flow in held]
+        futures = [pool.submit(cluster_sign_in, cluster, flow, between) for flow in held]
         barrier.wait(timeout=60)
         cluster.a.kill()
         barrier.wait(timeout=60)

@@ -21,10 +21,12 @@ import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import parse_qsl, urlencode, urlsplit
+from urllib.parse import urlencode, urlsplit
 
 import pytest
-from conftest import (
+from fault_server import Behaviour, FaultServer
+from flask import Flask
+from helpers import (
     ALICE,
     CLIENT_ID,
     CLIENT_SECRET,
@@ -32,10 +34,9 @@ from conftest import (
     MakeApp,
     callback_path,
     follow_to_provider,
+    query_of,
     sign_in,
 )
-from fault_server import Behaviour, FaultServer
-from flask import Flask
 from joserfc import jwt
 from joserfc.jwk import ECKey, RSAKey
 
@@ -164,10 +165,6 @@ def discovery_block(server: LocalIdentityProvider, **custom: str) -> dict[str, A
         "scope": "openid profile email",
         "customProperties": {"issuer": server.issuer, **custom},
     }
-
-
-def query_of(url: str) -> dict[str, str]:
-    return dict(parse_qsl(urlsplit(url).query))
 
 
 def with_query(url: str, **changes: str | None) -> str:

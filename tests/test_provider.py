@@ -6,7 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from conftest import (
+from fault_server import Behaviour, FaultServer
+from flask import Flask, Response
+from helpers import (
     ALICE,
     CLIENT_ID,
     CLIENT_SECRET,
@@ -17,8 +19,6 @@ from conftest import (
     sign_in,
     valid_block,
 )
-from fault_server import Behaviour, FaultServer
-from flask import Flask, Response
 
 from flask_social_oauth2 import OAuth2Info, SocialOAuth2, SocialProfile, SocialProvider, signals
 from flask_social_oauth2.errors import AuthenticationError

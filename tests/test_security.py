@@ -13,10 +13,12 @@ import hmac
 import time
 import tracemalloc
 from typing import Any
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import urlsplit
 
 import pytest
-from conftest import (
+from fault_server import Behaviour, FaultServer
+from flask import Flask
+from helpers import (
     ALICE,
     CLIENT_SECRET,
     MakeApp,
@@ -25,11 +27,10 @@ from conftest import (
     fault_app,
     follow_to_provider,
     idp_block,
+    query_of,
     sign_in,
     start_flow,
 )
-from fault_server import Behaviour, FaultServer
-from flask import Flask
 from werkzeug.middleware.proxy_fix import ProxyFix
 
 from flask_social_oauth2 import (
@@ -55,10 +56,6 @@ def begin(client: Any, provider: str = "local", **query: str) -> str:
     started = client.get(f"/authenticate/{provider}", query_string=query)
     assert started.status_code == 302
     return follow_to_provider(started.headers["Location"])
-
-
-def query_of(url: str) -> dict[str, str]:
-    return dict(parse_qsl(urlsplit(url).query))
 
 
 def state_cookie_value(client: Any) -> str | None:
@@ -578,7 +575,7 @@ def test_s21_callback_at_another_providers_route_is_refused(
 
 def test_s21_iss_must_equal_the_expected_issuer(make_app: MakeApp) -> None:
     with LocalIdentityProvider(iss_parameter=True) as server:
-        from conftest import CLIENT_ID, LOCAL_REDIRECT
+        from helpers import CLIENT_ID, LOCAL_REDIRECT
 
         server.register_client(CLIENT_ID, CLIENT_SECRET, [LOCAL_REDIRECT])
         server.auto_approve = ALICE

@@ -6,7 +6,7 @@ import dataclasses
 from typing import Any
 
 import pytest
-from conftest import CLIENT_SECRET, valid_block
+from helpers import CLIENT_SECRET, valid_block
 
 from flask_social_oauth2 import OAuth2Info, OAuth2Settings, SocialProfile
 from flask_social_oauth2.errors import ConfigurationError

@@ -31,8 +31,8 @@ from pathlib import Path
 from typing import Final
 
 import pytest
-from conftest import ALICE, CLIENT_ID, CLIENT_SECRET, idp_block, valid_block
 from fault_server import Behaviour, FaultServer
+from helpers import ALICE, CLIENT_ID, CLIENT_SECRET, idp_block, valid_block
 from multiprocess_support import PAGE_SIZE, Browser, Gunicorn, app_environment, require_gunicorn
 
 from flask_social_oauth2.local_idp import LocalIdentityProvider

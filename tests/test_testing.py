@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import MakeApp, valid_block
+from helpers import MakeApp, valid_block
 
 from flask_social_oauth2 import OAuth2Provider
 from flask_social_oauth2.errors import UnknownProviderError

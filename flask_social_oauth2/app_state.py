@@ -4,54 +4,35 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING
 
 from flask import Flask, current_app
-from itsdangerous import URLSafeTimedSerializer
 
 from .errors import ConfigurationProblem, SocialOAuth2Error
-from .state_cookie import make_serializer
+from .runtime import EXTENSION_KEY, Runtime
 
 if TYPE_CHECKING:
-    from .extension import SocialOAuth2
     from .provider import SocialProvider
 
-EXTENSION_KEY: Final = "social_oauth2"
+__all__ = ["EXTENSION_KEY", "AppState", "get_app_state"]
 
 
 @dataclass(slots=True)
 class AppState:
     """What the extension keeps for one app. Written in ``init_app``, then only by caches of
-    app-wide values (the redirect URL check's result, the signer for the current
-    ``SECRET_KEY``) and by :func:`flask_social_oauth2.testing.use_local_idp`; nothing about a
-    request is ever kept here."""
+    app-wide values (the redirect URL check's result) and by
+    :func:`flask_social_oauth2.testing.use_local_idp`; nothing about a request is ever kept
+    here."""
 
-    extension: SocialOAuth2
+    #: The :class:`~flask_social_oauth2.SocialOAuth2` object that set the app up (typed
+    #: loosely: this module sits below the extension and does not import it).
+    extension: object
     providers: Mapping[str, SocialProvider]
     endpoint: str
-    timeout: float
-    state_ttl: int
-    max_response_bytes: int
-    cookie_name: str
-    cookie_path: str
     session_key: str
+    #: What the flow code reads with :func:`flask_social_oauth2.runtime.current_runtime`.
+    runtime: Runtime
     redirect_problems: tuple[ConfigurationProblem, ...] | None = None
-    _serializer: tuple[Any, URLSafeTimedSerializer] | None = None
-
-    def serializer(self, app: Flask) -> URLSafeTimedSerializer:
-        """The state cookie's signer for the app's current ``SECRET_KEY`` (and fallbacks)."""
-        secret_key = app.secret_key
-        if not secret_key:
-            raise SocialOAuth2Error(
-                "flask-social-oauth2 needs the app's SECRET_KEY to sign the sign-in state cookie"
-            )
-        fallbacks = tuple(app.config.get("SECRET_KEY_FALLBACKS") or ())
-        key = (secret_key, fallbacks)
-        cached = self._serializer
-        if cached is None or cached[0] != key:
-            cached = (key, make_serializer(secret_key, fallbacks))
-            self._serializer = cached
-        return cached[1]
 
 
 def get_app_state(app: Flask | None = None) -> AppState:

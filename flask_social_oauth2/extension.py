@@ -38,8 +38,9 @@ from .errors import (
 )
 from .provider import MAX_CALLBACK_VALUE, OAuth2Provider, SocialProvider, finished_flow
 from .providers import BUILTIN_PROVIDERS
+from .runtime import Runtime
 from .settings import OAuth2Info, SocialProfile
-from .state_cookie import FLOW_PAGE_HEADERS
+from .state_cookie import FLOW_PAGE_HEADERS, StateCookieStore
 
 logger = logging.getLogger("flask_social_oauth2")
 
@@ -132,22 +133,29 @@ class SocialOAuth2:
             raise ConfigurationError(problems)
         rule = options["rule"]
         blueprint = Blueprint("social_oauth2", __name__)
-        blueprint.add_url_rule(rule, "authenticate", _authenticate_view, methods=["GET", "POST"])
+        blueprint.add_url_rule(
+            rule, "authenticate", self._authenticate_view, methods=["GET", "POST"]
+        )
         app.register_blueprint(blueprint)
+        runtime = Runtime(
+            state_cookies=StateCookieStore(
+                name=config["SOCIAL_OAUTH2_STATE_COOKIE"],
+                path=config["SOCIAL_OAUTH2_STATE_COOKIE_PATH"],
+                ttl=options["state_ttl"],
+            ),
+            timeout=options["timeout"],
+            max_response_bytes=options["max_bytes"],
+        )
         app.extensions[EXTENSION_KEY] = AppState(
             extension=self,
             providers=MappingProxyType(providers),
             endpoint=ENDPOINT,
-            timeout=options["timeout"],
-            state_ttl=options["state_ttl"],
-            max_response_bytes=options["max_bytes"],
-            cookie_name=config["SOCIAL_OAUTH2_STATE_COOKIE"],
-            cookie_path=config["SOCIAL_OAUTH2_STATE_COOKIE_PATH"],
             session_key=config["SOCIAL_OAUTH2_SESSION_KEY"],
+            runtime=runtime,
         )
         if config["SOCIAL_OAUTH2_CHECK_REDIRECT_URLS"]:
             app.before_request(_check_redirect_urls_once)
-        app.register_error_handler(AuthenticationError, _handle_authentication_error)
+        app.register_error_handler(AuthenticationError, self._handle_authentication_error)
         _warn_about_untrusted_hosts(app, providers)
         from .cli import social_cli
 
@@ -251,6 +259,28 @@ class SocialOAuth2:
         self._on_error = handler
         return handler
 
+    # -- the route ---------------------------------------------------------------------------
+
+    def _authenticate_view(self, provider: str) -> ResponseReturnValue:
+        selected = get_app_state().providers.get(provider)
+        if selected is None:
+            abort(404)
+        try:
+            if request.method == "POST":
+                info = _exchange_posted_code(selected)
+            else:
+                result = selected.authenticate()
+                if isinstance(result, Response):
+                    return result
+                info = result
+            profile = selected.retrieve_profile(info)
+        except AuthenticationError as error:
+            return self._respond_to_error(selected.name, error)
+        return self._respond_to_success(selected, info, profile)
+
+    def _handle_authentication_error(self, error: AuthenticationError) -> ResponseReturnValue:
+        return self._respond_to_error(error.provider, error)
+
     def _respond_to_error(self, provider_name: str, error: AuthenticationError) -> Response:
         app = current_app._get_current_object()  # type: ignore[attr-defined]
         logger.warning("sign-in failed: %s", error)
@@ -331,25 +361,6 @@ def _read_options(config: Mapping[str, Any]) -> dict[str, Any]:
     return options
 
 
-def _authenticate_view(provider: str) -> ResponseReturnValue:
-    state = get_app_state()
-    selected = state.providers.get(provider)
-    if selected is None:
-        abort(404)
-    try:
-        if request.method == "POST":
-            info = _exchange_posted_code(selected)
-        else:
-            result = selected.authenticate()
-            if isinstance(result, Response):
-                return result
-            info = result
-        profile = selected.retrieve_profile(info)
-    except AuthenticationError as error:
-        return state.extension._respond_to_error(selected.name, error)
-    return state.extension._respond_to_success(selected, info, profile)
-
-
 def _exchange_posted_code(provider: SocialProvider) -> OAuth2Info:
     """``POST /authenticate/<provider>`` with ``{"code": "..."}`` from a client-side framework.
 
@@ -371,10 +382,6 @@ def _exchange_posted_code(provider: SocialProvider) -> OAuth2Info:
             provider.name, "POST body must be a JSON object with a 'code' string"
         )
     return provider.authenticate_client_code(code)
-
-
-def _handle_authentication_error(error: AuthenticationError) -> ResponseReturnValue:
-    return get_app_state().extension._respond_to_error(error.provider, error)
 
 
 def _check_redirect_urls_once() -> None:

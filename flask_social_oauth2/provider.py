@@ -17,7 +17,6 @@ from typing import Any, ClassVar, Final, Literal, Self
 from flask import Response, current_app, g, request
 
 from . import flow, oidc, state_cookie
-from .app_state import get_app_state
 from .errors import (
     AccessDeniedError,
     AuthenticationError,
@@ -32,6 +31,7 @@ from .errors import (
 from .http_client import ProviderResponse, get_client
 from .profile_fields import OPENID_FIELDS, ProfileFields
 from .redirects import resolve_redirect_uri, safe_next_path
+from .runtime import current_runtime
 from .settings import OAuth2Info, OAuth2Settings, SocialProfile
 from .state_cookie import PendingFlow
 
@@ -297,9 +297,10 @@ class OAuth2Provider(SocialProvider):
             nonce=flow.new_nonce() if self.uses_nonce() else None,
         )
         url = self.authorization_url(pending)
-        flows = state_cookie.load_flows()
+        store = current_runtime().state_cookies
+        flows = store.load()
         flows.append(pending)
-        state_cookie.save_flows(flows)
+        store.save(flows)
         response = current_app.response_class(status=302)
         response.headers["Location"] = url  # the flow's page headers come with the cookie
         logger.info("%s: sign-in started", self.name)
@@ -322,10 +323,11 @@ class OAuth2Provider(SocialProvider):
     def _end_with_provider_error(self, error: str) -> None:
         state = request.args.get("state")
         if state:
-            flows = state_cookie.load_flows()
+            store = current_runtime().state_cookies
+            flows = store.load()
             pending = state_cookie.find(flows, state)
             if pending is not None and pending.provider == self.name:
-                state_cookie.save_flows([item for item in flows if item is not pending])
+                store.save([item for item in flows if item is not pending])
         code = flow.safe_error_code(error)
         logger.info("%s: the provider answered error %r", self.name, code)
         if error == "access_denied":
@@ -335,13 +337,14 @@ class OAuth2Provider(SocialProvider):
     def _finish(self, state: str, code: str, issuer: str | None) -> OAuth2Info:
         if not state:
             raise StateError(self.name, "callback without state")
-        flows = state_cookie.load_flows()
+        store = current_runtime().state_cookies
+        flows = store.load()
         pending = state_cookie.find(flows, state)
         if pending is None:
             raise StateError(
                 self.name, "state matches no unexpired sign-in started in this browser"
             )
-        state_cookie.save_flows([item for item in flows if item is not pending])
+        store.save([item for item in flows if item is not pending])
         if pending.provider != self.name:
             raise StateError(
                 self.name, f"state was issued for provider {pending.provider!r} (mix-up refused)"
@@ -493,15 +496,15 @@ class OAuth2Provider(SocialProvider):
         params: Mapping[str, str] | None = None,
     ) -> ProviderResponse:
         """Send a request to the provider with the app's timeout and size cap."""
-        app_state = get_app_state()
+        runtime = current_runtime()
         return get_client().request(
             method,
             url,
             provider=self.name,
             step=step,
             error=error,
-            timeout=app_state.timeout,
-            max_bytes=app_state.max_response_bytes,
+            timeout=runtime.timeout,
+            max_bytes=runtime.max_response_bytes,
             headers=headers,
             data=data,
             params=params,

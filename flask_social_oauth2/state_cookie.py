@@ -13,27 +13,26 @@ provider's single-use code is the second line of defence.
 from __future__ import annotations
 
 import hmac
+import json
 import time
+import zlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Final
 
-from flask import after_this_request, current_app, g, request
-from itsdangerous import (
-    BadSignature,
-    Serializer,
-    Signer,
-    TimestampSigner,
-    URLSafeTimedSerializer,
-)
-from itsdangerous.encoding import base64_encode, want_bytes
+from flask import Flask, after_this_request, current_app, g, request
+from itsdangerous import BadData, Signer, TimedSerializer, TimestampSigner
+from itsdangerous.encoding import base64_decode, base64_encode, want_bytes
+
+from .errors import SocialOAuth2Error
 
 #: Abandoned flows are dropped, oldest first, past this many...
 MAX_PENDING_FLOWS: Final = 8
 #: ...or past this many characters of cookie value, well under browsers' 4,096 byte limit.
 MAX_COOKIE_VALUE: Final = 3500
 _SALT: Final = "flask-social-oauth2.state"
+_MAX_INFLATED: Final = 64 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,14 +93,34 @@ class _StateSigner(TimestampSigner):
         return derived
 
 
-class StateSerializer(URLSafeTimedSerializer):
-    """:class:`URLSafeTimedSerializer` that builds its signers once, not on every ``dumps`` and
-    ``loads`` (signers hold no per-call state), and does not try to zlib-compress the payload:
-    random state and verifier hardly compress, and the attempt was a third of ``dumps``.
-    Compressed values (a leading ``.``) are still read."""
+class _Base64JSON:
+    """The payload format of :class:`~itsdangerous.URLSafeTimedSerializer` (compact JSON in
+    URL-safe base64), handed to itsdangerous as its documented ``serializer`` argument, without
+    the zlib attempt: random state and verifier hardly compress, and trying was a third of
+    ``dumps``. Compressed values (a leading ``.``) are still read, to a bounded size."""
+
+    @staticmethod
+    def dumps(obj: Any) -> str:
+        text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+        return base64_encode(text.encode("utf-8")).decode("ascii")
+
+    @staticmethod
+    def loads(payload: str) -> Any:
+        if payload.startswith("."):
+            inflate = zlib.decompressobj()
+            data = inflate.decompress(base64_decode(payload[1:]), _MAX_INFLATED)
+            if inflate.unconsumed_tail:
+                raise ValueError("compressed state cookie is too large")
+            return json.loads(data)
+        return json.loads(base64_decode(payload))
+
+
+class StateSerializer(TimedSerializer[str]):
+    """:class:`TimedSerializer` of :class:`_Base64JSON` payloads that builds its signers once,
+    not on every ``dumps`` and ``loads`` (signers hold no per-call state)."""
 
     def __init__(self, secret_key: Any, salt: str | bytes | None = _SALT) -> None:
-        super().__init__(secret_key, salt=salt, signer=_StateSigner)
+        super().__init__(secret_key, salt=salt, serializer=_Base64JSON, signer=_StateSigner)
         self._signer = super().make_signer(self.salt)
         self._unsigners = tuple(super().iter_unsigners(self.salt))
 
@@ -115,29 +134,24 @@ class StateSerializer(URLSafeTimedSerializer):
             return iter(self._unsigners)
         return super().iter_unsigners(salt)
 
-    def dump_payload(self, obj: Any) -> bytes:
-        return base64_encode(Serializer.dump_payload(self, obj))
-
 
 def make_serializer(
-    secret_key: str | bytes, fallbacks: Sequence[str | bytes] = ()
-) -> URLSafeTimedSerializer:
+    secret_key: str | bytes, fallbacks: Sequence[str | bytes] = (), salt: str = _SALT
+) -> StateSerializer:
     """The signer for the state cookie: signs with ``secret_key``, also accepts ``fallbacks``
     (Flask's ``SECRET_KEY_FALLBACKS``) so that keys can be rotated. Built once per key set
-    (see :meth:`AppState.serializer`)."""
+    (see :meth:`StateCookieStore.serializer`)."""
     keys: list[Any] = [*fallbacks, secret_key]
-    return StateSerializer(keys, salt=_SALT)
+    return StateSerializer(keys, salt=salt)
 
 
-def decode(
-    serializer: URLSafeTimedSerializer, value: str | None, ttl: int, now: int
-) -> list[PendingFlow]:
+def decode(serializer: StateSerializer, value: str | None, ttl: int, now: int) -> list[PendingFlow]:
     """Read the flows of a cookie value; a bad, foreign or expired cookie reads as no flows."""
     if not value or len(value) > MAX_COOKIE_VALUE * 2:
         return []
     try:
         items = serializer.loads(value, max_age=ttl)
-    except (BadSignature, ValueError, TypeError):
+    except (BadData, ValueError, TypeError):
         return []
     if not isinstance(items, list):
         return []
@@ -149,7 +163,7 @@ def decode(
     return flows
 
 
-def encode(serializer: URLSafeTimedSerializer, flows: Sequence[PendingFlow]) -> str | None:
+def encode(serializer: StateSerializer, flows: Sequence[PendingFlow]) -> str | None:
     """The cookie value for ``flows`` (``None`` when there are none), dropping the oldest flows
     until it fits :data:`MAX_PENDING_FLOWS` and :data:`MAX_COOKIE_VALUE`."""
     kept = sorted(flows, key=lambda flow: flow.created)[-MAX_PENDING_FLOWS:]
@@ -187,58 +201,95 @@ FLOW_PAGE_HEADERS: Final[Mapping[str, str]] = MappingProxyType(
 )
 
 _G_FLOWS: Final = "_social_oauth2_flows"
+_G_DIRTY: Final = "_social_oauth2_flows_dirty"
 
 
-def load_flows() -> list[PendingFlow]:
-    """The current browser's pending flows, read once per request (kept in :data:`flask.g`)."""
-    from .app_state import get_app_state
+class StateCookieStore:
+    """The pending flows of the current browser, kept in a signed cookie of the extension's own.
 
-    flows: list[PendingFlow] | None = g.get(_G_FLOWS)
-    if flows is None:
-        state = get_app_state()
-        value = request.cookies.get(state.cookie_name)
-        if value:
-            serializer = state.serializer(current_app)
-            flows = decode(serializer, value, state.state_ttl, now())
+    One store per app, made in ``init_app``; it keeps only app-wide values (the cookie's name,
+    path and lifetime, and the signer of the app's current ``SECRET_KEY``). A request's flows
+    live in :data:`flask.g` and are written to its response.
+
+    :param name: The cookie's name.
+    :param path: The cookie's path.
+    :param ttl: Seconds a started flow stays valid.
+    :param salt: The signing salt.
+    """
+
+    __slots__ = ("_serializer", "name", "path", "salt", "ttl")
+
+    def __init__(self, *, name: str, path: str = "/", ttl: int = 600, salt: str = _SALT) -> None:
+        self.name = name
+        self.path = path
+        self.ttl = ttl
+        self.salt = salt
+        self._serializer: tuple[Any, StateSerializer] | None = None
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.name!r}>"
+
+    def serializer(self, app: Flask) -> StateSerializer:
+        """The cookie's signer for ``app``'s current ``SECRET_KEY`` (and fallbacks), built once
+        per key set.
+
+        :raises SocialOAuth2Error: when the app has no ``SECRET_KEY``.
+        """
+        secret_key = app.secret_key
+        if not secret_key:
+            raise SocialOAuth2Error(
+                "flask-social-oauth2 needs the app's SECRET_KEY to sign the sign-in state cookie"
+            )
+        fallbacks = tuple(app.config.get("SECRET_KEY_FALLBACKS") or ())
+        key = (secret_key, fallbacks)
+        cached = self._serializer
+        if cached is None or cached[0] != key:
+            cached = (key, make_serializer(secret_key, fallbacks, self.salt))
+            self._serializer = cached
+        return cached[1]
+
+    def load(self) -> list[PendingFlow]:
+        """The current browser's pending flows, read once per request (kept in :data:`flask.g`)."""
+        flows: list[PendingFlow] | None = g.get(_G_FLOWS)
+        if flows is None:
+            value = request.cookies.get(self.name)
+            if value:
+                serializer = self.serializer(current_app)
+                flows = decode(serializer, value, self.ttl, now())
+            else:
+                flows = []  # a browser's first sign-in: nothing to verify
+            setattr(g, _G_FLOWS, flows)
+        return list(flows)
+
+    def save(self, flows: list[PendingFlow]) -> None:
+        """Replace the current browser's pending flows; the cookie is written on the response."""
+        first_save = g.get(_G_DIRTY) is None
+        setattr(g, _G_FLOWS, list(flows))
+        setattr(g, _G_DIRTY, True)
+        if first_save:
+            after_this_request(self._write_cookie)
+
+    def _write_cookie(self, response: Any) -> Any:
+        value = encode(self.serializer(current_app), g.get(_G_FLOWS) or [])
+        secure = request.is_secure
+        if value is None:
+            response.delete_cookie(
+                self.name, path=self.path, secure=secure, httponly=True, samesite="Lax"
+            )
         else:
-            flows = []  # a browser's first sign-in: nothing to verify
-        setattr(g, _G_FLOWS, flows)
-    return list(flows)
-
-
-def save_flows(flows: list[PendingFlow]) -> None:
-    """Replace the current browser's pending flows; the cookie is written on the response."""
-    first_save = g.get(_G_FLOWS + "_dirty") is None
-    setattr(g, _G_FLOWS, list(flows))
-    setattr(g, _G_FLOWS + "_dirty", True)
-    if first_save:
-        after_this_request(_write_cookie)
-
-
-def _write_cookie(response: Any) -> Any:
-    from .app_state import get_app_state
-
-    state = get_app_state()
-    value = encode(state.serializer(current_app), g.get(_G_FLOWS) or [])
-    secure = request.is_secure
-    if value is None:
-        response.delete_cookie(
-            state.cookie_name, path=state.cookie_path, secure=secure, httponly=True, samesite="Lax"
-        )
-    else:
-        response.set_cookie(
-            state.cookie_name,
-            value,
-            max_age=state.state_ttl,
-            path=state.cookie_path,
-            secure=secure,
-            httponly=True,
-            samesite="Lax",
-        )
-    _vary_on_cookie(response)
-    for header, value in FLOW_PAGE_HEADERS.items():
-        response.headers.setdefault(header, value)
-    return response
+            response.set_cookie(
+                self.name,
+                value,
+                max_age=self.ttl,
+                path=self.path,
+                secure=secure,
+                httponly=True,
+                samesite="Lax",
+            )
+        _vary_on_cookie(response)
+        for header, value in FLOW_PAGE_HEADERS.items():
+            response.headers.setdefault(header, value)
+        return response
 
 
 def _vary_on_cookie(response: Any) -> None:

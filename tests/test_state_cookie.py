@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import pytest
+from flask import Flask
+from itsdangerous import URLSafeTimedSerializer
 
-from flask_social_oauth2 import flow
+from flask_social_oauth2 import flow, state_cookie
+from flask_social_oauth2.errors import SocialOAuth2Error
 from flask_social_oauth2.state_cookie import (
     MAX_COOKIE_VALUE,
     MAX_PENDING_FLOWS,
     PendingFlow,
+    StateCookieStore,
     decode,
     encode,
     find,
@@ -88,3 +92,60 @@ def test_find_compares_every_entry() -> None:
     assert find(flows, flows[1].state) is flows[1]
     assert find(flows, flows[1].state[:-1]) is None
     assert find(flows, "") is None
+
+
+def test_the_payload_is_itsdangerous_url_safe_format() -> None:
+    """The cookie keeps the format of :class:`URLSafeTimedSerializer`, so either reads the other
+    (the custom payload only skips the zlib attempt)."""
+    flows = [pending(0)]
+    ours = encode(make_serializer("key"), flows)
+    assert ours is not None
+    theirs = URLSafeTimedSerializer(["key"], salt=make_serializer("key").salt)
+    assert theirs.loads(ours) == [flows[0].to_list()]
+    value = theirs.dumps([flows[0].to_list()])
+    assert decode(make_serializer("key"), value, ttl=600, now=1_000_010) == flows
+
+
+def test_the_store_builds_its_signer_once_per_key_set() -> None:
+    app = Flask(__name__)
+    app.secret_key = "one"
+    store = StateCookieStore(name="c")
+    first = store.serializer(app)
+    assert store.serializer(app) is first
+    app.config["SECRET_KEY_FALLBACKS"] = ["zero"]
+    second = store.serializer(app)
+    assert second is not first
+    assert decode(second, encode(make_serializer("zero"), [pending(0)]), 600, 1_000_010)
+
+
+def test_the_store_needs_a_secret_key() -> None:
+    with pytest.raises(SocialOAuth2Error, match="SECRET_KEY"):
+        StateCookieStore(name="c").serializer(Flask(__name__))
+
+
+def test_the_store_keeps_flows_per_request_not_on_itself() -> None:
+    app = Flask(__name__)
+    app.secret_key = "key"
+    store = StateCookieStore(name="flows", ttl=600)
+    flow_one = pending(0, created=state_cookie.now())
+    with app.test_request_context():
+        store.save([flow_one])
+        assert store.load() == [flow_one]
+        response = app.process_response(app.response_class())
+    cookie = response.headers["Set-Cookie"]
+    assert cookie.startswith("flows=")
+    with app.test_request_context():
+        assert store.load() == []  # another request (another browser) sees none of them
+    value = cookie.split(";", 1)[0].split("=", 1)[1]
+    with app.test_request_context(headers={"Cookie": f"flows={value}"}):
+        assert store.load() == [flow_one]
+    assert "flows" in repr(store)
+    assert value not in repr(store)
+
+
+def test_a_compressed_bomb_reads_as_no_flows() -> None:
+    serializer = URLSafeTimedSerializer(["key"], salt=make_serializer("key").salt)
+    value = serializer.dumps([["x" * 4_000_000]])
+    assert value.startswith(".")
+    assert len(value) < MAX_COOKIE_VALUE * 2  # small enough to reach the decompression
+    assert decode(make_serializer("key"), value, ttl=600, now=0) == []

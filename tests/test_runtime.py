@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import MakeApp, valid_block
+from helpers import MakeApp, valid_block
 from flask import Flask
 
 from flask_social_oauth2.errors import SocialOAuth2Error

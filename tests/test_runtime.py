@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from helpers import MakeApp, valid_block
 from flask import Flask
+from helpers import MakeApp, valid_block
 
 from flask_social_oauth2.errors import SocialOAuth2Error
 from flask_social_oauth2.runtime import Runtime, current_runtime

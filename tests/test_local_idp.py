@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import base64
 import hashlib
 import json
@@ -12,7 +13,6 @@ import signal
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from html.parser import HTMLParser
@@ -28,7 +28,13 @@ from joserfc.errors import BadSignatureError
 from joserfc.jwk import KeySet
 from joserfc.jwt import JWTClaimsRegistry
 
-from flask_social_oauth2.local_idp import LocalIdentityProvider, LocalUser, create_idp_app
+from flask_social_oauth2 import local_idp
+from flask_social_oauth2.local_idp import (
+    LocalIdentityProvider,
+    LocalUser,
+    ManualClock,
+    create_idp_app,
+)
 
 CLIENT_ID = "test-app"
 CLIENT_SECRET = "idp-test-secret-value-42"
@@ -360,12 +366,14 @@ def test_userinfo_requires_a_valid_bearer_token(auto_idp: LocalIdentityProvider)
 
 
 def test_access_token_expires() -> None:
-    with make_idp(access_token_ttl=1) as provider:
+    clock = ManualClock()
+    with make_idp(access_token_ttl=60, clock=clock) as provider:
         flow = Flow(provider)
         body = flow.token(flow.code()).json()
-        assert body["expires_in"] == 1
+        assert body["expires_in"] == 60
+        clock.advance(59.9)
         assert userinfo(provider, body["access_token"]).status_code == 200
-        time.sleep(1.1)
+        clock.advance(0.1)
         assert userinfo(provider, body["access_token"]).status_code == 401
 
 
@@ -385,7 +393,7 @@ def test_consent_page_approve(idp: LocalIdentityProvider) -> None:
     assert "form-action 'self' http://127.0.0.1:9" in csp
     form = parse_form(page.text)
     assert {"name", "email", "approve", "deny"} <= form.ids
-    assert form.links == []  # nothing loaded from anywhere
+    assert form.links == ["/favicon.ico"]  # nothing loaded from anywhere else
     assert dict(form.hidden)["state"] == flow.state
     assert 'value="grace@example.test"' in page.text
 
@@ -604,10 +612,11 @@ def test_code_is_single_use_under_concurrency(auto_idp: LocalIdentityProvider) -
 
 
 def test_code_expires() -> None:
-    with make_idp(code_ttl=1) as provider:
+    clock = ManualClock()
+    with make_idp(code_ttl=30, clock=clock) as provider:
         flow = Flow(provider)
         code = flow.code()
-        time.sleep(1.1)
+        clock.advance(30)
         response = flow.token(code)
         assert response.status_code == 400
         assert response.json()["error"] == "invalid_grant"
@@ -1171,3 +1180,86 @@ def run_command_line_checks(process: subprocess.Popen[str]) -> str:
         reader.join(timeout=5)
     assert process.stderr is not None
     return process.stderr.read()
+
+
+# ------------------------------------------------------------- package shape
+
+
+def test_favicon_is_served_and_linked(idp: LocalIdentityProvider) -> None:
+    icon = requests.get(f"{idp.url}/favicon.ico", timeout=TIMEOUT)
+    assert icon.status_code == 200
+    assert icon.headers["Content-Type"].startswith("image/svg+xml")
+    assert icon.text.startswith("<svg")
+    index = requests.get(f"{idp.url}/", timeout=TIMEOUT)
+    assert '<link rel="icon" href="/favicon.ico"' in index.text
+
+
+def test_pages_come_from_the_template_files(idp: LocalIdentityProvider) -> None:
+    templates = Path(local_idp.__file__).with_name("templates")
+    css = (templates / "idp.css").read_text().removesuffix("\n")
+    page = Flow(idp).authorize()
+    assert f"<style>{css}</style>" in page.text
+    digest = base64.b64encode(hashlib.sha256(css.encode()).digest()).decode()
+    assert f"style-src 'sha256-{digest}'" in page.headers["Content-Security-Policy"]
+    assert {"base.html", "consent.html", "refused.html", "avatar.svg"} <= {
+        path.name for path in templates.iterdir()
+    }
+
+
+def test_manual_clock_moves_only_when_told() -> None:
+    clock = ManualClock(1000.0)
+    assert clock() == 1000.0
+    clock.advance(2.5)
+    assert clock() == 1002.5
+    with pytest.raises(ValueError, match="forward"):
+        clock.advance(-1)
+
+
+def test_refresh_token_outlives_its_access_token() -> None:
+    clock = ManualClock()
+    with make_idp(access_token_ttl=60, clock=clock) as provider:
+        flow = Flow(provider)
+        body = flow.token(flow.code()).json()
+        clock.advance(3600)
+        assert userinfo(provider, body["access_token"]).status_code == 401
+        renewed = refresh(provider, body["refresh_token"])
+        assert renewed.status_code == 200, renewed.text
+        assert userinfo(provider, renewed.json()["access_token"]).status_code == 200
+
+
+def test_command_line_usage_error_names_the_option(capsys: pytest.CaptureFixture[str]) -> None:
+    status = local_idp.main(
+        ["--port", "abc", "--client-id", "a", "--client-secret", "b", "--redirect-uri", "x:/"]
+    )
+    assert status == 2
+    err = capsys.readouterr().err
+    assert "--port" in err
+    assert "Traceback" not in err
+
+
+def test_command_line_refuses_a_host_that_is_not_loopback(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    status = local_idp.main(
+        ["--host", "0.0.0.0", "--client-id", "a", "--client-secret", "b", "--redirect-uri", "x:/"]
+    )
+    assert status == 2
+    assert "only listens on loopback" in capsys.readouterr().err
+
+
+def test_the_subpackage_uses_the_package_from_outside_only() -> None:
+    """local_idp imports nothing of flask_social_oauth2 but its lowest module (urls), and no
+    module of it imports another's private names."""
+    package = Path(local_idp.__file__).parent
+    for path in package.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom):
+                names = [alias.name for alias in node.names]
+                assert not [n for n in names if n.startswith("_")], (path.name, names)
+                if node.level == 2 or (node.module or "").startswith("flask_social_oauth2."):
+                    assert node.module in ("urls", "flask_social_oauth2.urls"), path.name
+                if node.level == 0 and node.module:
+                    assert not node.module.startswith("flask_social_oauth2.local_idp")
+            if isinstance(node, ast.Import):
+                assert not [a for a in node.names if a.name.startswith("flask_social_oauth2")]
+    assert max(len(p.read_text().splitlines()) for p in package.glob("*.py")) <= 500

@@ -10,11 +10,9 @@ before the app. The commands load the app themselves and report a
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from importlib import resources
-from typing import Final, NoReturn
+from typing import NoReturn
 from urllib.parse import urlsplit
 
 import click
@@ -26,10 +24,9 @@ from .config import load_settings
 from .errors import ConfigurationError, ConfigurationProblem, SocialOAuth2Error
 from .extension import redirect_url_problems, untrusted_host_warning
 from .provider import OAuth2Provider, SocialProvider
+from .providers.docs import init_blocks
 from .settings import MASK, masked
 from .urls import is_loopback_host
-
-_BLOCKS_FILE: Final = "provider_blocks.yaml"
 
 social_cli = AppGroup("social", help="Check and list the OAuth2 sign-in providers.")
 
@@ -265,20 +262,10 @@ def registered_redirect_url(app: Flask, redirect_url: str, *, host: str | None =
     return url
 
 
-@functools.cache
 def provider_blocks() -> dict[str, str]:
-    """Built-in provider name -> a ready YAML block for it, as ``flask social init`` prints."""
-    text = resources.files(__package__).joinpath(_BLOCKS_FILE).read_text(encoding="utf-8")
-    blocks: dict[str, list[str]] = {}
-    current: list[str] | None = None
-    for line in text.splitlines():
-        if not line.strip() or line.startswith("#"):
-            continue
-        if not line[0].isspace():
-            current = blocks.setdefault(line.partition(":")[0].strip(), [])
-        if current is not None:
-            current.append(line)
-    return {name: "\n".join(lines) for name, lines in blocks.items()}
+    """Built-in provider name -> a ready YAML block for it, as ``flask social init`` prints
+    (generated from the providers' facts)."""
+    return init_blocks()
 
 
 @social_cli.command("init", with_appcontext=False)

@@ -5,12 +5,18 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
+from urllib.parse import quote
 
 from .settings import SocialProfile
 
-#: A dotted path into the JSON (``"picture.data.url"``), or several tried in order.
+#: A dotted path into the JSON (``"picture.data.url"``), or several tried in order. A path
+#: that starts with ``token:`` is read from the token answer instead (``"token:user_id"``).
 FieldPath = str | tuple[str, ...] | None
+
+_TOKEN_PREFIX: Final = "token:"  # noqa: S105 - a path prefix
+_TRUE: Final = frozenset({"true", "1"})
+_FALSE: Final = frozenset({"false", "0"})
 
 
 def lookup(data: Any, path: str) -> Any:
@@ -26,59 +32,142 @@ def lookup(data: Any, path: str) -> Any:
     return value
 
 
-def first_text(data: Any, paths: FieldPath) -> str | None:
-    """The first non-empty value among ``paths``, as a string; numbers become strings."""
+def _paths(paths: FieldPath) -> tuple[str, ...]:
     if paths is None:
+        return ()
+    return (paths,) if isinstance(paths, str) else paths
+
+
+def _values(data: Any, paths: FieldPath, token: Mapping[str, Any]) -> list[Any]:
+    found = []
+    for path in _paths(paths):
+        if path.startswith(_TOKEN_PREFIX):
+            found.append(lookup(token, path[len(_TOKEN_PREFIX) :]))
+        else:
+            found.append(lookup(data, path))
+    return found
+
+
+def as_text(value: Any) -> str | None:
+    """``value`` as a stripped non-empty string (numbers become strings), else ``None``."""
+    if isinstance(value, bool):
         return None
-    for path in (paths,) if isinstance(paths, str) else paths:
-        value = lookup(data, path)
-        if isinstance(value, bool):
-            continue
-        if isinstance(value, int):
-            return str(value)
-        if isinstance(value, float):
-            if not math.isfinite(value):
-                continue
-            return str(int(value)) if value.is_integer() else str(value)
-        if isinstance(value, str) and value.strip():
-            return value.strip()
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            return None
+        return str(int(value)) if value.is_integer() else str(value)
+    if isinstance(value, str) and value.strip():
+        return value.strip()
     return None
 
 
-@dataclass(frozen=True, slots=True)
+def as_flag(value: Any) -> bool | None:
+    """A provider's boolean: ``true``/``false``, the strings ``"true"``/``"false"`` (Apple,
+    some OpenID Connect providers) or ``1``/``0`` (Zoom); anything else is ``None``."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int) and value in (0, 1):
+        return value == 1
+    if isinstance(value, str):
+        lowered = value.strip().lower()
+        if lowered in _TRUE:
+            return True
+        if lowered in _FALSE:
+            return False
+    return None
+
+
+def first_text(data: Any, paths: FieldPath, token: Mapping[str, Any] | None = None) -> str | None:
+    """The first non-empty value among ``paths``, as a string; numbers become strings."""
+    for value in _values(data, paths, token or {}):
+        text = as_text(value)
+        if text is not None:
+            return text
+    return None
+
+
+def first_flag(data: Any, paths: FieldPath, token: Mapping[str, Any] | None = None) -> bool | None:
+    """The first boolean among ``paths`` (see :func:`as_flag`), else ``None``."""
+    for value in _values(data, paths, token or {}):
+        flag = as_flag(value)
+        if flag is not None:
+            return flag
+    return None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ProfileFields:
-    """Where each :class:`SocialProfile` field is found in a provider's JSON."""
+    """Where each :class:`SocialProfile` field is found in a provider's JSON.
+
+    :param provider_key: The user's immutable id (required in every answer).
+    :param username: The provider's handle (a login, a screen name), never a display name.
+    :param full_name: The display name; without one the profile joins first and last name.
+    :param email_verified: Where the provider says whether the e-mail address is verified, or
+        ``True``/``False`` when its documentation says so for every address it gives.
+    :param avatar_url_template: For providers that send only a picture's id: the picture's
+        address, ``{key}`` (the user id) and ``{value}`` (what ``avatar_url`` found) filled in.
+    """
 
     provider_key: FieldPath
+    username: FieldPath = None
     first_name: FieldPath = None
     last_name: FieldPath = None
     full_name: FieldPath = None
     email: FieldPath = None
+    email_verified: FieldPath | bool = None
     avatar_url: FieldPath = None
+    avatar_url_template: str | None = None
 
-    def extract(self, provider_id: str, raw: Mapping[str, Any]) -> SocialProfile | None:
-        """The profile, or ``None`` when the JSON has no user id."""
-        key = first_text(raw, self.provider_key)
+    def extract(
+        self,
+        provider_id: str,
+        raw: Mapping[str, Any],
+        token: Mapping[str, Any] | None = None,
+    ) -> SocialProfile | None:
+        """The profile, or ``None`` when the JSON (and the token answer) has no user id.
+
+        :param token: The other fields of the token answer, for ``token:`` paths.
+        """
+        params = token or {}
+        key = first_text(raw, self.provider_key, params)
         if key is None:
             return None
+        email = first_text(raw, self.email, params)
+        verified: bool | None = None
+        if email is not None:
+            if isinstance(self.email_verified, bool):
+                verified = self.email_verified
+            else:
+                verified = first_flag(raw, self.email_verified, params)
+        avatar = first_text(raw, self.avatar_url, params)
+        if avatar is not None and self.avatar_url_template is not None:
+            avatar = self.avatar_url_template.format(
+                key=quote(key, safe=""), value=quote(avatar, safe="")
+            )
         return SocialProfile(
             provider_id=provider_id,
             provider_key=key,
-            first_name=first_text(raw, self.first_name),
-            last_name=first_text(raw, self.last_name),
-            full_name=first_text(raw, self.full_name),
-            email=first_text(raw, self.email),
-            avatar_url=first_text(raw, self.avatar_url),
+            username=first_text(raw, self.username, params),
+            first_name=first_text(raw, self.first_name, params),
+            last_name=first_text(raw, self.last_name, params),
+            full_name=first_text(raw, self.full_name, params),
+            email=email,
+            email_verified=verified,
+            avatar_url=avatar,
             raw=raw,
         )
 
 
 #: OpenID Connect claim names, with ``id``/``login`` where ``sub`` is absent.
-OPENID_FIELDS = ProfileFields(
+OPENID_FIELDS: Final = ProfileFields(
     provider_key=("sub", "id", "login"),
+    username="preferred_username",
     first_name="given_name",
     last_name="family_name",
     full_name="name",
     email="email",
+    email_verified="email_verified",
     avatar_url="picture",
 )

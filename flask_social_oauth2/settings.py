@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import functools
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -369,34 +370,56 @@ class OAuth2Info:
 class SocialProfile:
     """A user's profile at a provider, normalized.
 
-    Identify users by ``(provider_id, provider_key)``, never by email: ``provider_key`` is the
-    provider's immutable user id.
+    Identify users by ``(provider_id, provider_key)``, never by e-mail: ``provider_key`` is the
+    provider's immutable user id. Never link accounts by an e-mail address that is not
+    verified (``email_verified`` is not ``True``): anybody can type someone else's address at
+    a provider that does not check it.
 
     :param provider_id: The provider's name, e.g. ``"github"``.
     :param provider_key: The user's immutable id at the provider, as a string.
+    :param username: The provider's handle (e.g. a GitHub login), or ``None``.
+    :param full_name: The provider's display name, else first and last name joined; never the
+        username.
+    :param email_verified: ``True``/``False`` as the provider says, ``None`` when it says
+        nothing (or gives no address).
+    :param avatar_url: An ``http(s)`` address or ``None``: any other value (``javascript:``,
+        ``data:``, a relative path) is dropped.
     :param raw: The provider's JSON, as it came.
     """
 
     provider_id: str
     provider_key: str
+    username: str | None = None
     first_name: str | None = None
     last_name: str | None = None
     full_name: str | None = None
     email: str | None = None
+    email_verified: bool | None = None
     avatar_url: str | None = None
     raw: Mapping[str, Any] = field(default_factory=lambda: _EMPTY, repr=False, compare=False)
 
     _SESSION_FIELDS: ClassVar = (
         "provider_id",
         "provider_key",
+        "username",
         "first_name",
         "last_name",
         "full_name",
         "email",
+        "email_verified",
         "avatar_url",
     )
 
-    def to_dict(self) -> dict[str, str | None]:
+    def __post_init__(self) -> None:
+        if self.full_name is None and (self.first_name or self.last_name):
+            joined = " ".join(part for part in (self.first_name, self.last_name) if part)
+            object.__setattr__(self, "full_name", joined)
+        if self.avatar_url is not None and not _is_web_url(self.avatar_url):
+            object.__setattr__(self, "avatar_url", None)
+        if self.email is None or not isinstance(self.email_verified, bool):
+            object.__setattr__(self, "email_verified", None)
+
+    def to_dict(self) -> dict[str, str | bool | None]:
         """The normalized fields (not ``raw``), e.g. to keep in the session."""
         return {name: getattr(self, name) for name in self._SESSION_FIELDS}
 
@@ -405,3 +428,12 @@ class SocialProfile:
         """Rebuild a profile from :meth:`to_dict`'s output."""
         values: dict[str, Any] = {name: data.get(name) for name in cls._SESSION_FIELDS}
         return cls(**values)
+
+
+#: ``http(s)://host...`` with no whitespace or control character anywhere: what a browser
+#: can only ever load as a picture (never ``javascript:``, ``data:``, ``//host`` or a path).
+_WEB_URL: Final = re.compile(r"https?://[^\x00-\x20\x7f/?#\\@]+(?:[/?#][^\x00-\x20\x7f]*)?", re.I)
+
+
+def _is_web_url(value: object) -> bool:
+    return isinstance(value, str) and _WEB_URL.fullmatch(value) is not None

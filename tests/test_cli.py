@@ -200,7 +200,7 @@ def test_providers_prints_class_profile_address_and_redirect_url(make_app: MakeA
     assert result.exit_code == 0, result.output
     assert result.stdout == (
         "github\n"
-        "  class:          flask_social_oauth2.providers.github.GitHubProvider\n"
+        "  class:          flask_social_oauth2.providers.GitHubProvider\n"
         "  authorization:  https://provider.example/authorize\n"
         "  token:          https://provider.example/token\n"
         "  profile:        https://api.github.com/user\n"
@@ -329,5 +329,5 @@ def test_the_blocks_match_docs_providers_md() -> None:
         assert name in documented, f"docs/providers.md has no YAML block for {name}"
         assert parse_block(text)[name] == documented[name], (
             f"the block of {name} differs between docs/providers.md and"
-            " flask_social_oauth2/provider_blocks.yaml"
+            " the provider's facts (flask_social_oauth2/providers/)"
         )

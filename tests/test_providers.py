@@ -43,11 +43,15 @@ from flask_social_oauth2.errors import (
 from flask_social_oauth2.provider import OAuth2Provider
 from flask_social_oauth2.providers import (
     BUILTIN_PROVIDERS,
+    PROVIDER_FACTS,
+    BuiltinProvider,
     FacebookProvider,
-    GitHubProvider,
-    KeycloakProvider,
-    RedditProvider,
+    docs,
 )
+
+GitHubProvider: Final = BUILTIN_PROVIDERS["github"]
+KeycloakProvider: Final = BUILTIN_PROVIDERS["keycloak"]
+RedditProvider: Final = BUILTIN_PROVIDERS["reddit"]
 
 FIXTURES: Final = Path(__file__).parent / "fixtures" / "providers"
 DOCS_PAGE: Final = Path(__file__).parent.parent / "docs" / "providers.md"
@@ -89,10 +93,12 @@ REQUIRED_PROVIDERS: Final = frozenset(
 )
 PROFILE_FIELDS: Final = (
     "provider_key",
+    "username",
     "first_name",
     "last_name",
     "full_name",
     "email",
+    "email_verified",
     "avatar_url",
 )
 
@@ -171,7 +177,7 @@ def provider_of(social: SocialOAuth2, name: str) -> OAuth2Provider:
     return provider
 
 
-def profile_values(profile: SocialProfile) -> dict[str, str | None]:
+def profile_values(profile: SocialProfile) -> dict[str, str | bool | None]:
     return {name: getattr(profile, name) for name in PROFILE_FIELDS}
 
 
@@ -200,7 +206,7 @@ class Case:
     """One built-in provider: where its profile is served and what it must read from it."""
 
     api_path: str
-    expected: Mapping[str, str | None]
+    expected: Mapping[str, str | bool | None]
     #: Paths removed from the profile fixture for the "missing fields" run.
     trim: tuple[str, ...] = ()
     #: Paths removed from the token fixture for the "missing fields" run.
@@ -214,25 +220,29 @@ class Case:
 def expect(
     key: str,
     *,
+    username: str | None = None,
     first: str | None = None,
     last: str | None = None,
     full: str | None = None,
     email: str | None = None,
+    verified: bool | None = None,
     avatar: str | None = None,
-) -> Mapping[str, str | None]:
+) -> Mapping[str, str | bool | None]:
     return MappingProxyType(
         {
             "provider_key": key,
+            "username": username,
             "first_name": first,
             "last_name": last,
             "full_name": full,
             "email": email,
+            "email_verified": verified,
             "avatar_url": avatar,
         }
     )
 
 
-OIDC_TRIM: Final = ("name", "given_name", "family_name", "email", "picture")
+OIDC_TRIM: Final = ("name", "given_name", "family_name", "preferred_username", "email", "picture")
 
 CASES: Final[Mapping[str, Case]] = MappingProxyType(
     {
@@ -245,10 +255,12 @@ CASES: Final[Mapping[str, Case]] = MappingProxyType(
             "/userinfo",
             expect(
                 "auth0|5f7c8ec7c33c6c004bbafe82",
+                username="j.doe",
                 first="Jane",
                 last="Doe",
                 full="Jane Josephine Doe",
                 email="janedoe@exampleco.com",
+                verified=True,
                 avatar="http://exampleco.com/janedoe/me.jpg",
             ),
             trim=OIDC_TRIM,
@@ -257,8 +269,10 @@ CASES: Final[Mapping[str, Case]] = MappingProxyType(
             "/2.0/user",
             expect(
                 "{d301aafa-d676-4ee0-88be-962be7417567}",
+                username="evzijst",
                 full="Erik van Zijst",
                 email="erik@example.com",
+                verified=True,
                 avatar="https://secure.gravatar.com/avatar/f6bcbb4e3f665e74455bd8c0b4b3afba?d=https%3A%2F%2Favatar-management--avatars.us-west-2.prod.public.atl-paas.net%2Finitials%2FEZ-2.png",
             ),
             trim=("display_name", "nickname", "links.avatar"),
@@ -268,8 +282,10 @@ CASES: Final[Mapping[str, Case]] = MappingProxyType(
             "/api/v10/users/@me",
             expect(
                 "80351110224678912",
+                username="nelly",
                 full="Nelly",
                 email="nelly@discord.com",
+                verified=True,
                 avatar="https://cdn.discordapp.com/avatars/80351110224678912/8342729096ea3675442027381ff50dfe.png",
             ),
             trim=("global_name", "username", "email", "avatar"),
@@ -282,6 +298,7 @@ CASES: Final[Mapping[str, Case]] = MappingProxyType(
                 last="Ferdinand",
                 full="Franz Ferdinand (Personal)",
                 email="franz@example.com",
+                verified=True,
                 avatar="https://dl-web.dropbox.com/account_photo/get/dbaphid%3AAAHWGmIXV3sUuOmBfTz0wPsiqHUpBWvv3ZA?vers=1556069330102&size=128x128",
             ),
             trim=("name", "email", "profile_photo_url"),
@@ -302,16 +319,18 @@ CASES: Final[Mapping[str, Case]] = MappingProxyType(
             "/user",
             expect(
                 "1",
+                username="octocat",
                 full="monalisa octocat",
                 email="octocat@github.com",
                 avatar="https://github.com/images/error/octocat_happy.gif",
             ),
-            trim=("name", "email", "avatar_url"),
+            trim=("login", "name", "email", "avatar_url"),
         ),
         "gitlab": Case(
             "/api/v4/user",
             expect(
                 "1",
+                username="john_smith",
                 full="John Smith",
                 email="john@example.com",
                 avatar="http://localhost:3000/uploads/user/avatar/1/index.jpg",
@@ -326,6 +345,7 @@ CASES: Final[Mapping[str, Case]] = MappingProxyType(
                 last="Beckett",
                 full="Elisa Beckett",
                 email="elisa.beckett@example.com",
+                verified=True,
                 avatar="https://lh3.googleusercontent.com/a/ACg8ocExampleExampleExample=s96-c",
             ),
             trim=OIDC_TRIM,
@@ -334,12 +354,14 @@ CASES: Final[Mapping[str, Case]] = MappingProxyType(
             "/realms/demo/protocol/openid-connect/userinfo",
             expect(
                 "248289761001",
+                username="j.doe",
                 first="Jane",
                 last="Doe",
                 full="Jane Doe",
                 email="janedoe@example.com",
+                verified=True,
             ),
-            trim=(*OIDC_TRIM, "preferred_username"),
+            trim=OIDC_TRIM,
         ),
         "linkedin": Case(
             "/v2/userinfo",
@@ -349,6 +371,7 @@ CASES: Final[Mapping[str, Case]] = MappingProxyType(
                 last="Doe",
                 full="John Doe",
                 email="doe@email.com",
+                verified=True,
                 avatar="https://media.licdn-ei.com/dms/image/C5F03AQHqK8v7tB1HCQ/profile-displayphoto-shrink_100_100/0/",
             ),
             trim=OIDC_TRIM,
@@ -357,6 +380,7 @@ CASES: Final[Mapping[str, Case]] = MappingProxyType(
             "/api/v1/accounts/verify_credentials",
             expect(
                 "14715",
+                username="trwnh",
                 full="infinite love \u2734",
                 avatar="https://files.mastodon.social/accounts/avatars/000/014/715/original/34aa222f4ae2e0a9.png",
             ),
@@ -366,12 +390,13 @@ CASES: Final[Mapping[str, Case]] = MappingProxyType(
             "/v1.0/me",
             expect(
                 "48d31887-5fad-4d73-a9f5-3c356e68a038",
+                username="MeganB@contoso.com",
                 first="Megan",
                 last="Bowen",
                 full="Megan Bowen",
                 email="MeganB@contoso.com",
             ),
-            trim=("displayName", "givenName", "surname", "mail"),
+            trim=("displayName", "givenName", "surname", "mail", "userPrincipalName"),
         ),
         "okta": Case(
             "/oauth2/default/v1/userinfo",
@@ -381,6 +406,7 @@ CASES: Final[Mapping[str, Case]] = MappingProxyType(
                 last="Doe",
                 full="John Doe",
                 email="john.doe@example.com",
+                verified=True,
             ),
             trim=OIDC_TRIM,
         ),
@@ -400,7 +426,7 @@ CASES: Final[Mapping[str, Case]] = MappingProxyType(
             "/api/v1/me",
             expect(
                 "1a2b3c",
-                full="example_user",
+                username="example_user",
                 avatar="https://styles.redditmedia.com/t5_abc123/styles/profileIcon_snoo1234.png?width=256&height=256&crop=256:256,smart&s=0123456789abcdef",
             ),
             trim=("name", "icon_img", "snoovatar_img"),
@@ -413,6 +439,7 @@ CASES: Final[Mapping[str, Case]] = MappingProxyType(
                 last="Labradoodle",
                 full="krane",
                 email="krane@slack-corp.com",
+                verified=True,
                 avatar="https://secure.gravatar.com/avatar/example512.png",
             ),
             trim=OIDC_TRIM,
@@ -423,6 +450,7 @@ CASES: Final[Mapping[str, Case]] = MappingProxyType(
                 "smedjan",
                 full="Jane Listener",
                 email="jane.listener@example.com",
+                verified=False,
                 avatar="https://i.scdn.co/image/ab67757000003b8255c25988a6ac314394d3fbf5",
             ),
             trim=("display_name", "email", "images"),
@@ -431,12 +459,14 @@ CASES: Final[Mapping[str, Case]] = MappingProxyType(
             "/api/v3/athlete",
             expect(
                 "1234567890987654321",
+                username="marianne_t",
                 first="Marianne",
                 last="Teutenberg",
                 full="Marianne Teutenberg",
                 avatar="https://xxxxx.cloudfront.net/pictures/athletes/123456789/123456789/2/large.jpg",
             ),
             token_trim=(
+                "athlete.username",
                 "athlete.firstname",
                 "athlete.lastname",
                 "athlete.profile",
@@ -447,8 +477,10 @@ CASES: Final[Mapping[str, Case]] = MappingProxyType(
             "/helix/users",
             expect(
                 "141981764",
+                username="twitchdev",
                 full="TwitchDev",
                 email="not-real@email.com",
+                verified=True,
                 avatar="https://static-cdn.jtvnw.net/jtv_user_pictures/8a6381c7-d0c0-4576-b179-38bd5ce1d6af-profile_image-300x300.png",
             ),
             trim=(
@@ -462,6 +494,7 @@ CASES: Final[Mapping[str, Case]] = MappingProxyType(
             "/2/users/me",
             expect(
                 "2244994945",
+                username="XDevelopers",
                 full="X Developers",
                 avatar="https://pbs.twimg.com/profile_images/1445764922474827784/W2zEPN7U_normal.jpg",
             ),
@@ -471,13 +504,19 @@ CASES: Final[Mapping[str, Case]] = MappingProxyType(
             "/method/users.get",
             expect(
                 "743784474",
+                username="ivan.petrov.example",
                 first="Ivan",
                 last="Petrov",
                 full="Ivan Petrov",
                 email="ivan.petrov@example.com",
                 avatar="https://sun9-1.userapi.com/s/v1/ig2/example.jpg?size=200x200&quality=95&crop=0,0,400,400&ava=1",
             ),
-            trim=("response.0.first_name", "response.0.last_name", "response.0.photo_200"),
+            trim=(
+                "response.0.first_name",
+                "response.0.last_name",
+                "response.0.photo_200",
+                "response.0.screen_name",
+            ),
             token_trim=("email",),
             bearer=False,
         ),
@@ -489,6 +528,7 @@ CASES: Final[Mapping[str, Case]] = MappingProxyType(
                 last="Doe",
                 full="Jane Doe",
                 email="janedoe@example.com",
+                verified=True,
                 avatar="https://ct.yimg.com/cy/1768/39361574426_98028a_192sq.jpg",
             ),
             trim=OIDC_TRIM,
@@ -501,6 +541,7 @@ CASES: Final[Mapping[str, Case]] = MappingProxyType(
                 last="Chill",
                 full="Jill Chill",
                 email="jchill@example.com",
+                verified=True,
                 avatar="https://example.com/photo.jpg",
             ),
             trim=("first_name", "last_name", "display_name", "email", "pic_url"),
@@ -613,10 +654,24 @@ def test_registry_holds_the_required_providers() -> None:
     assert len(BUILTIN_PROVIDERS) >= 20
     assert set(BUILTIN_PROVIDERS) >= REQUIRED_PROVIDERS
     for name, cls in BUILTIN_PROVIDERS.items():
-        assert issubclass(cls, OAuth2Provider)
-        assert cls.__module__ == f"flask_social_oauth2.providers.{name}"
+        assert issubclass(cls, BuiltinProvider)
+        assert cls.facts is PROVIDER_FACTS[name]
+        assert cls.facts.name == name
+        assert cls.__name__ == cls.facts.class_name
         assert cls.__doc__
         assert cls.__doc__.strip()
+        assert cls.facts.docs.strip()
+        if cls.facts.code:  # a class with code of its own lives in the provider's module
+            assert cls.__module__ == f"flask_social_oauth2.providers.{name}"
+        else:
+            assert cls.__module__ == "flask_social_oauth2.providers"
+            code = (classmethod, staticmethod, property, type(lambda: None))
+            assert not [key for key, value in vars(cls).items() if isinstance(value, code)]
+
+
+def test_only_a_few_providers_have_code() -> None:
+    coded = sorted(name for name, facts in PROVIDER_FACTS.items() if facts.code)
+    assert coded == ["facebook", "linkedin", "vk"]
 
 
 def test_registry_is_read_only() -> None:
@@ -810,11 +865,18 @@ def test_discord_without_avatar_hash_has_no_avatar(server: FaultServer) -> None:
     assert profile.full_name == "Nelly"
 
 
-def test_discord_full_name_falls_back_to_the_user_name(server: FaultServer) -> None:
+def test_discord_full_name_is_never_the_user_name(server: FaultServer) -> None:
     answer = fixture("discord")
     answer["global_name"] = None
     profile, _ = run_provider(server, "discord", profile=answer, token=None)
-    assert profile.full_name == "nelly"
+    assert (profile.full_name, profile.username) == (None, "nelly")
+
+
+def test_discord_unverified_email_says_so(server: FaultServer) -> None:
+    answer = fixture("discord")
+    answer["verified"] = False
+    profile, _ = run_provider(server, "discord", profile=answer, token=None)
+    assert (profile.email, profile.email_verified) == ("nelly@discord.com", False)
 
 
 # -- Reddit ----------------------------------------------------------------------------------
@@ -937,11 +999,59 @@ def test_vk_error_answer_is_a_profile_error(server: FaultServer) -> None:
     assert fixture("vk.token")["access_token"] not in str(caught.value)
 
 
-def test_vk_user_id_comes_from_the_token_answer(server: FaultServer) -> None:
-    profile, _ = run_provider(server, "vk", profile={"response": []}, token=fixture("vk.token"))
-    assert profile.provider_key == "743784474"
-    assert profile.email == "ivan.petrov@example.com"
-    assert profile.first_name is None
+@pytest.mark.parametrize("answer", [{"response": []}, {"user": {}}, {"response": [{}]}])
+def test_vk_answer_without_a_user_is_a_profile_error(server: FaultServer, answer: Any) -> None:
+    """The token answer's ``user_id`` alone never makes a silent, empty profile."""
+    with pytest.raises(ProfileRetrievalError) as caught:
+        run_provider(server, "vk", profile=answer, token=fixture("vk.token"))
+    assert "no user id" in str(caught.value)
+
+
+def test_vk_profile_of_another_user_is_refused(server: FaultServer) -> None:
+    answer = fixture("vk")
+    answer["response"][0]["id"] = 1
+    with pytest.raises(ProfileRetrievalError) as caught:
+        run_provider(server, "vk", profile=answer, token=fixture("vk.token"))
+    assert "user_id" in str(caught.value)
+
+
+def vk_id_profile(server: FaultServer, answer: Any) -> SocialProfile:
+    """A sign-in whose profile is VK ID's ``POST /oauth2/user_info``."""
+    server.set("/oauth2/user_info", Behaviour.json(answer))
+    server.set("/token", Behaviour.json(fixture("vk.id.token")))
+    app, social = make_app({"vk": block_for(server, "vk", "/oauth2/user_info")})
+    with app.app_context():
+        provider = provider_of(social, "vk")
+        info = provider.exchange_code(CODE, redirect_uri=REDIRECT_URI, verifier="v" * 43)
+        return provider.retrieve_profile(info)
+
+
+def test_vk_id_user_info_is_read(server: FaultServer) -> None:
+    profile = vk_id_profile(server, fixture("vk.id"))
+    assert profile_values(profile) == {
+        "provider_key": "1234567890",
+        "username": None,
+        "first_name": "Ivan",
+        "last_name": "Ivanov",
+        "full_name": "Ivan Ivanov",
+        "email": "ivan_i123@vk.com",
+        "email_verified": None,
+        "avatar_url": "https://avatar.com/ava.jpg",
+    }
+    request = only_request(server, "/oauth2/user_info")
+    assert request.method == "POST"
+    assert request.query == {}
+    assert "Authorization" not in request.headers
+    token = fixture("vk.id.token")["access_token"]
+    assert form_of(request) == {"client_id": CLIENT_ID, "access_token": token}
+
+
+def test_vk_id_error_answer_is_a_profile_error(server: FaultServer) -> None:
+    answer = {"error": "invalid_token", "error_description": "token is expired"}
+    with pytest.raises(ProfileRetrievalError) as caught:
+        vk_id_profile(server, answer)
+    assert "invalid_token" in str(caught.value)
+    assert fixture("vk.id.token")["access_token"] not in str(caught.value)
 
 
 # -- Strava ------------------------------------------------------------------------------------
@@ -1042,14 +1152,48 @@ def test_linkedin_legacy_api_with_email_and_photo_urls(server: FaultServer) -> N
         )
     assert profile_values(profile) == {
         "provider_key": "yrZCpj2Z12",
+        "username": None,
         "first_name": "Bob",
         "last_name": "Smith",
-        "full_name": None,
+        "full_name": "Bob Smith",
         "email": "hsimpson@linkedin.com",
+        "email_verified": None,
         "avatar_url": "https://media.licdn.com/dms/image/C4D03AQGsitRwG8U8ZQ/profile-displayphoto-shrink_800_800/0?e=1526940000&v=alpha&t=12345",
     }
     for path in ("/v2/me", "/v2/emailAddress", "/v2/me-photo"):
         assert only_request(server, path).headers["Authorization"] == f"Bearer {ACCESS_TOKEN}"
+
+
+@pytest.mark.parametrize(
+    ("first", "last", "locale", "expected"),
+    [
+        ({"en_US": "Bob"}, {"en_US": "Smith"}, {"language": "en", "country": "US"}, "Bob Smith"),
+        (
+            {"de_DE": "Robert", "en_US": "Bob"},
+            {"de_DE": "Schmidt", "en_US": "Smith"},
+            {"language": "de", "country": "DE"},
+            "Robert Schmidt",
+        ),
+        ({"fr_FR": "Robert"}, {"fr_FR": "Leforgeron"}, None, "Robert Leforgeron"),
+    ],
+)
+def test_linkedin_legacy_localized_names(
+    server: FaultServer, first: Any, last: Any, locale: Any, expected: str
+) -> None:
+    """``/v2/me`` with the lite-profile projection has only ``firstName``/``lastName`` objects,
+    keyed by locale (``preferredLocale``)."""
+    me = fixture("linkedin.legacy")["me"]
+    del me["localizedFirstName"], me["localizedLastName"]
+    me["firstName"] = {"localized": first, "preferredLocale": locale}
+    me["lastName"] = {"localized": last, "preferredLocale": locale}
+    server.set("/v2/me", Behaviour.json(me))
+    app, social = make_app({"linkedin": block_for(server, "linkedin", "/v2/me")})
+    with app.app_context():
+        profile = provider_of(social, "linkedin").retrieve_profile(
+            OAuth2Info(access_token=ACCESS_TOKEN)
+        )
+    assert profile.full_name == expected
+    assert f"{profile.first_name} {profile.last_name}" == expected
 
 
 def test_linkedin_failed_extra_calls_give_none(server: FaultServer) -> None:
@@ -1095,7 +1239,14 @@ def test_linkedin_extra_urls_must_be_https(server: FaultServer) -> None:
 @pytest.mark.parametrize(
     ("name", "query"),
     [
-        ("patreon", {"fields[user]": ["email,first_name,last_name,full_name,image_url"]}),
+        (
+            "patreon",
+            {
+                "fields[user]": [
+                    "email,is_email_verified,first_name,last_name,full_name,vanity,image_url"
+                ]
+            },
+        ),
         ("twitter", {"user.fields": ["profile_image_url"]}),
         ("google", {}),
         ("github", {}),
@@ -1228,12 +1379,19 @@ def enterprise_block(server: FaultServer, name: str) -> dict[str, Any]:
     )
 
 
-@pytest.mark.parametrize(
-    "choice", ["github", "flask_social_oauth2.providers.github:GitHubProvider"]
-)
-def test_provider_classes_setting_gives_a_block_a_builtin_class(
-    server: FaultServer, choice: str
-) -> None:
+def test_provider_classes_setting_names_a_class_with_code_by_path(server: FaultServer) -> None:
+    app, social = make_app(
+        {"fb2": block_for(server, "fb2", "/me")},
+        SOCIAL_OAUTH2_PROVIDER_CLASSES={
+            "fb2": "flask_social_oauth2.providers.facebook:FacebookProvider"
+        },
+    )
+    with app.app_context():
+        assert type(provider_of(social, "fb2")) is FacebookProvider
+
+
+def test_provider_classes_setting_gives_a_block_a_builtin_class(server: FaultServer) -> None:
+    choice = "github"
     server.set("/api/v3/user", Behaviour.json(private_github_profile()))
     server.set("/api/v3/user/emails", Behaviour.json(fixture("github.emails")))
     app, social = make_app(
@@ -1336,3 +1494,103 @@ def test_docs_block_loads(name: str, written: str, block: dict[str, Any]) -> Non
     assert client_id.group(1).strip("\"'") == "<CLIENT_ID>" or _ENV_REFERENCE.fullmatch(
         client_id.group(1).strip("\"'")
     )
+
+
+def test_docs_page_is_generated_from_the_facts() -> None:
+    """docs/providers.md is exactly what the facts give: edit a provider's facts, then run
+    ``python -m flask_social_oauth2.providers.docs``."""
+    assert DOCS_PAGE.read_text(encoding="utf-8") == docs.render()
+    assert docs.main(["--check"]) == 0
+
+
+def test_docs_check_reports_a_stale_page(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    stale = tmp_path / "providers.md"
+    stale.write_text(docs.render().replace("GitHub", "GitHob"), encoding="utf-8")
+    monkeypatch.setattr(docs, "DOCS_PAGE", stale)
+    assert docs.main(["--check"]) == 1
+    assert "stale" in capsys.readouterr().out
+    assert docs.main([]) == 0
+    assert stale.read_text(encoding="utf-8") == docs.render()
+
+
+def test_docs_page_states_the_provider_count() -> None:
+    start, end = docs.COUNT_MARKERS
+    text = DOCS_PAGE.read_text(encoding="utf-8")
+    assert f"{start}{len(BUILTIN_PROVIDERS)}{end}" in text
+    assert text.count(start) == 1
+
+
+def test_docs_page_warns_against_linking_by_unverified_email() -> None:
+    assert "Never link accounts by an e-mail address that is not verified" in (
+        DOCS_PAGE.read_text(encoding="utf-8")
+    )
+
+
+# -- profile hygiene: username, email_verified, avatar ----------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("claim", "expected"),
+    [(True, True), (False, False), ("true", True), ("false", False), ("yes", None), (None, None)],
+)
+def test_generic_provider_reads_email_verified_as_the_provider_says(
+    server: FaultServer, claim: Any, expected: bool | None
+) -> None:
+    answer = {"sub": "u-1", "preferred_username": "ada", "email": "ada@example.com"}
+    if claim is not None:
+        answer["email_verified"] = claim
+    server.set("/userinfo", Behaviour.json(answer))
+    app, social = make_app({"my-idp": block_for(server, "my-idp", "/userinfo")})
+    with app.app_context():
+        provider = provider_of(social, "my-idp")
+        profile = provider.retrieve_profile(OAuth2Info(access_token=ACCESS_TOKEN))
+    assert type(provider) is OAuth2Provider
+    assert (profile.username, profile.email_verified) == ("ada", expected)
+    assert profile.full_name is None  # never the username
+
+
+@pytest.mark.parametrize(
+    "avatar", ["javascript:alert(document.cookie)", "data:text/html,<script>1</script>", "/a.png"]
+)
+def test_a_script_capable_avatar_never_reaches_the_profile(
+    server: FaultServer, avatar: str
+) -> None:
+    answer = fixture("github")
+    answer["avatar_url"] = avatar
+    profile, _ = run_provider(server, "github", profile=answer, token=None)
+    assert profile.avatar_url is None
+    assert profile.raw["avatar_url"] == avatar  # raw stays as the provider sent it
+
+
+def test_github_email_from_the_verified_list_is_marked_verified(server: FaultServer) -> None:
+    server.set("/user", Behaviour.json(private_github_profile()))
+    server.set("/user/emails", Behaviour.json(fixture("github.emails")))
+    app, social = github_app(server)
+    with app.app_context():
+        profile = provider_of(social, "github").retrieve_profile(
+            OAuth2Info(access_token=ACCESS_TOKEN)
+        )
+    assert (profile.email, profile.email_verified, profile.username) == (
+        "octocat@github.com",
+        True,
+        "octocat",
+    )
+
+
+def test_an_unverified_address_says_so_even_when_the_provider_gives_it(server: FaultServer) -> None:
+    answer = fixture("google")
+    answer["email_verified"] = "false"
+    profile, _ = run_provider(server, "google", profile=answer, token=None)
+    assert (profile.email, profile.email_verified) == ("elisa.beckett@example.com", False)
+
+
+@pytest.mark.parametrize("name", sorted(PROVIDER_FACTS))
+def test_init_block_of_the_facts_loads(name: str) -> None:
+    """Every generated block is valid for its provider (env references filled in)."""
+    text = docs.init_block(PROVIDER_FACTS[name])
+    loaded = yaml.load(_ENV_REFERENCE.sub("example.com", text), Loader=StringScalarLoader)  # noqa: S506
+    settings = OAuth2Settings.from_config(loaded[name], provider=name)
+    assert BUILTIN_PROVIDERS[name].settings_problems(settings) == []
+    assert f"${{{docs.env_name(name)}_CLIENT_SECRET}}" in text

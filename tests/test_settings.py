@@ -321,6 +321,82 @@ def test_social_profile_session_round_trip() -> None:
     assert SocialProfile.from_dict(data) == profile
 
 
+def test_social_profile_session_round_trip_keeps_every_field() -> None:
+    profile = SocialProfile(
+        provider_id="github",
+        provider_key="42",
+        username="ada",
+        first_name="Ada",
+        last_name="Lovelace",
+        full_name="Ada King",
+        email="ada@example.com",
+        email_verified=False,
+        avatar_url="https://img.example/ada.png",
+    )
+    data = profile.to_dict()
+    assert data["username"] == "ada"
+    assert data["email_verified"] is False
+    assert SocialProfile.from_dict(data) == profile
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "javascript:alert(1)",
+        "JavaScript:alert(1)",
+        " javascript:alert(1)",
+        "data:image/svg+xml;base64,PHN2Zz4=",
+        "avatar/athlete/large.png",
+        "/avatars/1.png",
+        "//evil.example/a.png",
+        "https:evil.example/a.png",
+        "https://",
+        "ftp://files.example/a.png",
+        "https://img.example/a b.png",
+        "https://img.example/a.png\n",
+        "https://user:pw@img.example/a.png",
+        "",
+    ],
+)
+def test_social_profile_drops_an_avatar_that_is_not_http(url: str) -> None:
+    profile = SocialProfile(provider_id="p", provider_key="1", avatar_url=url)
+    assert profile.avatar_url is None
+    assert SocialProfile.from_dict({**profile.to_dict(), "avatar_url": url}).avatar_url is None
+
+
+@pytest.mark.parametrize(
+    "url", ["https://img.example/a.png?s=96&d=x", "http://127.0.0.1:5000/a.svg", "HTTPS://IMG.EX/A"]
+)
+def test_social_profile_keeps_an_http_avatar(url: str) -> None:
+    assert SocialProfile(provider_id="p", provider_key="1", avatar_url=url).avatar_url == url
+
+
+def test_social_profile_full_name_is_the_display_name_else_first_and_last() -> None:
+    joined = SocialProfile(provider_id="p", provider_key="1", first_name="Ada", last_name="L")
+    assert joined.full_name == "Ada L"
+    only_last = SocialProfile(provider_id="p", provider_key="1", last_name="Lovelace")
+    assert only_last.full_name == "Lovelace"
+    display = SocialProfile(provider_id="p", provider_key="1", first_name="A", full_name="Ada")
+    assert display.full_name == "Ada"
+    handle_only = SocialProfile(provider_id="p", provider_key="1", username="ada")
+    assert handle_only.full_name is None
+
+
+@pytest.mark.parametrize(
+    ("email", "verified", "expected"),
+    [
+        ("a@example.com", True, True),
+        ("a@example.com", False, False),
+        ("a@example.com", None, None),
+        ("a@example.com", "true", None),  # a profile holds booleans; mapping reads strings
+        (None, True, None),  # no address: nothing is verified
+    ],
+)
+def test_social_profile_email_verified(email: str | None, verified: Any, expected: Any) -> None:
+    profile = SocialProfile(provider_id="p", provider_key="1", email=email, email_verified=verified)
+    assert profile.email_verified is expected
+
+
 @pytest.mark.parametrize(
     "url",
     ["https://user:hunter2@api.example/me", "http://api.example/me?key=APIKEY123"],

@@ -1,97 +1,101 @@
-"""Built-in providers: one small module each, registered by name in :data:`BUILTIN_PROVIDERS`.
+"""Built-in providers: one declarative :class:`ProviderFacts` each, in one module per provider.
 
-A configuration block whose name is a key of :data:`BUILTIN_PROVIDERS` gets that class; any
-other name gets the generic :class:`~flask_social_oauth2.provider.OAuth2Provider`. A block of
-another name can use a built-in class through ``SOCIAL_OAUTH2_PROVIDER_CLASSES`` (e.g.
-``{"github-enterprise": "github"}``) or ``SocialOAuth2(provider_classes=...)``.
+A configuration block whose name is a key of :data:`BUILTIN_PROVIDERS` gets that provider's
+class; any other name gets the generic :class:`~flask_social_oauth2.provider.OAuth2Provider`.
+A block of another name can use a built-in class through ``SOCIAL_OAUTH2_PROVIDER_CLASSES``
+(e.g. ``{"github-enterprise": "github"}``) or ``SocialOAuth2(provider_classes=...)``.
+
+Every built-in class is a :class:`BuiltinProvider` driven by its facts; only the providers that
+truly behave differently have code of their own (:class:`FacebookProvider`,
+:class:`LinkedInProvider`, :class:`VKProvider`), the others' classes are generated. Adding a
+provider is adding a module with its ``FACTS`` and naming it in :data:`_DEFINITIONS`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from types import MappingProxyType
+from typing import Final
 
-from ..provider import OAuth2Provider
-from .amazon import AmazonProvider
-from .auth0 import Auth0Provider
-from .bitbucket import BitbucketProvider
-from .discord import DiscordProvider
-from .dropbox import DropboxProvider
+from . import (
+    amazon,
+    auth0,
+    bitbucket,
+    discord,
+    dropbox,
+    github,
+    gitlab,
+    google,
+    keycloak,
+    mastodon,
+    microsoft,
+    okta,
+    patreon,
+    reddit,
+    slack,
+    spotify,
+    strava,
+    twitch,
+    twitter,
+    yahoo,
+    zoom,
+)
+from .base import BuiltinProvider, provider_class
 from .facebook import FacebookProvider
-from .github import GitHubProvider
-from .gitlab import GitLabProvider
-from .google import GoogleProvider
-from .keycloak import KeycloakProvider
+from .facts import ProviderFacts, Quirk
 from .linkedin import LinkedInProvider
-from .mastodon import MastodonProvider
-from .microsoft import MicrosoftProvider
-from .okta import OktaProvider
-from .patreon import PatreonProvider
-from .reddit import RedditProvider
-from .slack import SlackProvider
-from .spotify import SpotifyProvider
-from .strava import StravaProvider
-from .twitch import TwitchProvider
-from .twitter import TwitterProvider
 from .vk import VKProvider
-from .yahoo import YahooProvider
-from .zoom import ZoomProvider
 
 __all__ = [
     "BUILTIN_PROVIDERS",
-    "AmazonProvider",
-    "Auth0Provider",
-    "BitbucketProvider",
-    "DiscordProvider",
-    "DropboxProvider",
+    "PROVIDER_FACTS",
+    "BuiltinProvider",
     "FacebookProvider",
-    "GitHubProvider",
-    "GitLabProvider",
-    "GoogleProvider",
-    "KeycloakProvider",
     "LinkedInProvider",
-    "MastodonProvider",
-    "MicrosoftProvider",
-    "OktaProvider",
-    "PatreonProvider",
-    "RedditProvider",
-    "SlackProvider",
-    "SpotifyProvider",
-    "StravaProvider",
-    "TwitchProvider",
-    "TwitterProvider",
+    "ProviderFacts",
+    "Quirk",
     "VKProvider",
-    "YahooProvider",
-    "ZoomProvider",
 ]
+
+#: Each provider: its facts, or its class when it has code of its own.
+_DEFINITIONS: Final[tuple[ProviderFacts | type[BuiltinProvider], ...]] = (
+    amazon.FACTS,
+    auth0.FACTS,
+    bitbucket.FACTS,
+    discord.FACTS,
+    dropbox.FACTS,
+    FacebookProvider,
+    github.FACTS,
+    gitlab.FACTS,
+    google.FACTS,
+    keycloak.FACTS,
+    LinkedInProvider,
+    mastodon.FACTS,
+    microsoft.FACTS,
+    okta.FACTS,
+    patreon.FACTS,
+    reddit.FACTS,
+    slack.FACTS,
+    spotify.FACTS,
+    strava.FACTS,
+    twitch.FACTS,
+    twitter.FACTS,
+    VKProvider,
+    yahoo.FACTS,
+    zoom.FACTS,
+)
+
+
+def _class_of(definition: ProviderFacts | type[BuiltinProvider]) -> type[BuiltinProvider]:
+    return provider_class(definition) if isinstance(definition, ProviderFacts) else definition
+
 
 #: Provider name -> class, read-only. The names are the configuration block names that select
 #: each class.
-BUILTIN_PROVIDERS: Mapping[str, type[OAuth2Provider]] = MappingProxyType(
-    {
-        "amazon": AmazonProvider,
-        "auth0": Auth0Provider,
-        "bitbucket": BitbucketProvider,
-        "discord": DiscordProvider,
-        "dropbox": DropboxProvider,
-        "facebook": FacebookProvider,
-        "github": GitHubProvider,
-        "gitlab": GitLabProvider,
-        "google": GoogleProvider,
-        "keycloak": KeycloakProvider,
-        "linkedin": LinkedInProvider,
-        "mastodon": MastodonProvider,
-        "microsoft": MicrosoftProvider,
-        "okta": OktaProvider,
-        "patreon": PatreonProvider,
-        "reddit": RedditProvider,
-        "slack": SlackProvider,
-        "spotify": SpotifyProvider,
-        "strava": StravaProvider,
-        "twitch": TwitchProvider,
-        "twitter": TwitterProvider,
-        "vk": VKProvider,
-        "yahoo": YahooProvider,
-        "zoom": ZoomProvider,
-    }
+BUILTIN_PROVIDERS: Final[Mapping[str, type[BuiltinProvider]]] = MappingProxyType(
+    {cls.facts.name: cls for cls in map(_class_of, _DEFINITIONS)}
+)
+#: Provider name -> its facts, read-only.
+PROVIDER_FACTS: Final[Mapping[str, ProviderFacts]] = MappingProxyType(
+    {name: cls.facts for name, cls in BUILTIN_PROVIDERS.items()}
 )

@@ -2,28 +2,26 @@
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Final
 
-from ..profile_fields import OPENID_FIELDS, ProfileFields
-from ..provider import OAuth2Provider
-from ..settings import OAuth2Settings
-from ._common import origin
+from ..profile_fields import OPENID_FIELDS
+from .facts import ProviderFacts
 
-
-class Auth0Provider(OAuth2Provider):
-    """Sign in with Auth0.
-
-    Auth0 is per tenant, so there is no fixed profile address: without ``apiURL`` it is
-    ``/userinfo`` on the host of ``accessTokenURL`` (``https://<tenant>.auth0.com/oauth/token``
-    gives ``https://<tenant>.auth0.com/userinfo``; a custom domain works the same way).
-    """
-
-    __slots__ = ()
-
-    profile_fields: ClassVar[ProfileFields] = OPENID_FIELDS
-    openid_connect: ClassVar[bool] = True
-    issuer_from_token_url = (r"(https?://[^/]+)/oauth/token", r"\1/")
-
-    @classmethod
-    def default_profile_url_for(cls, settings: OAuth2Settings) -> str | None:
-        return f"{origin(settings.access_token_url)}/userinfo"
+FACTS: Final = ProviderFacts(
+    name="auth0",
+    title="Auth0",
+    class_name="Auth0Provider",
+    authorization_url="https://${AUTH0_DOMAIN}/authorize",
+    token_url="https://${AUTH0_DOMAIN}/oauth/token",
+    profile_url_from_token_url=((r"([^:/]+://[^/]+).*", r"\1/userinfo"),),
+    profile_url_shown="https://<tenant host>/userinfo",
+    issuer_from_token_url=(r"(https?://[^/]+)/oauth/token", r"\1/"),
+    scope=("openid", "profile", "email"),
+    profile=OPENID_FIELDS,
+    docs="""\
+Create a *Regular Web Application* in the [Auth0 dashboard](https://manage.auth0.com/) and add
+the callback URL under *Allowed Callback URLs*. The profile address is derived from the host of
+`accessTokenURL` (`https://<tenant>.auth0.com/userinfo`; custom domains work the same way), so
+no `apiURL` is needed. Set `issuer` to `https://<tenant host>/` to check RFC 9207's `iss`.
+""",
+)

@@ -2,44 +2,37 @@
 
 from __future__ import annotations
 
-import dataclasses
-from typing import ClassVar
+from typing import Final
 
-from ..profile_fields import ProfileFields, lookup
-from ..provider import TokenAuthMethod
-from ..settings import OAuth2Info, SocialProfile
-from ._common import (
-    EmailListProvider,
-    optional_json,
-    primary_email,
-)
+from ..profile_fields import ProfileFields
+from .facts import EmailList, ProviderFacts
 
-
-class BitbucketProvider(EmailListProvider):
-    """Sign in with Bitbucket Cloud.
-
-    The profile is ``GET https://api.bitbucket.org/2.0/user``; the user's key is the account
-    ``uuid``. That answer carries no e-mail address, so it is read from
-    ``GET https://api.bitbucket.org/2.0/user/emails`` (scope ``email``; the profile address
-    plus ``/emails``, or ``customProperties.emailsURL``), taking the primary confirmed entry.
-    The token endpoint is called with HTTP Basic client authentication, as Bitbucket's
-    documentation shows.
-    """
-
-    __slots__ = ()
-
-    default_api_url: ClassVar[str | None] = "https://api.bitbucket.org/2.0/user"
-    default_token_auth_method: ClassVar[TokenAuthMethod] = "client_secret_basic"  # noqa: S105
-    profile_fields: ClassVar[ProfileFields] = ProfileFields(
+FACTS: Final = ProviderFacts(
+    name="bitbucket",
+    title="Bitbucket",
+    class_name="BitbucketProvider",
+    authorization_url="https://bitbucket.org/site/oauth2/authorize",
+    token_url="https://bitbucket.org/site/oauth2/access_token",
+    profile_url="https://api.bitbucket.org/2.0/user",
+    scope=("account", "email"),
+    client_auth="client_secret_basic",
+    profile=ProfileFields(
         provider_key=("uuid", "account_id"),
-        full_name=("display_name", "nickname"),
+        username="nickname",
+        full_name="display_name",
         avatar_url="links.avatar.href",
-    )
-
-    def retrieve_profile(self, info: OAuth2Info) -> SocialProfile:
-        profile = super().retrieve_profile(info)
-        answer = optional_json(self, self.emails_url, info, "e-mail request")
-        email = primary_email(
-            lookup(answer, "values"), address="email", primary="is_primary", verified="is_confirmed"
-        )
-        return dataclasses.replace(profile, email=email)
+    ),
+    email_list=EmailList(
+        entries="values", address="email", primary="is_primary", verified="is_confirmed"
+    ),
+    api_base="https://api.bitbucket.org/2.0/",
+    docs="""\
+Add an *OAuth consumer* in your workspace settings
+(`https://bitbucket.org/<workspace>/workspace/settings/api`), tick *This is a private consumer*
+and the *Account: Email* and *Account: Read* permissions. The user's key is the account `uuid`,
+`username` the `nickname`. `/2.0/user` has no e-mail address, so it is read from
+`/2.0/user/emails` (the primary confirmed entry, so `email_verified` is true);
+`customProperties.emailsURL` overrides that address. The token endpoint is called with HTTP
+Basic client authentication.
+""",
+)

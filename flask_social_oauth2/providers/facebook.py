@@ -1,22 +1,60 @@
-"""Facebook: the Graph API ``/me`` node."""
+"""Facebook: the Graph API ``/me`` node, with the optional ``appsecret_proof``."""
 
 from __future__ import annotations
 
 import hashlib
 import hmac
-from collections.abc import Mapping
-from typing import Any, ClassVar, Final
+from typing import Final
 
-from ..errors import ConfigurationProblem
 from ..profile_fields import ProfileFields
-from ..provider import OAuth2Provider
-from ..settings import OAuth2Info, OAuth2Settings
-from ._common import choice_problem, require_profile_url
+from ..settings import OAuth2Info
+from .base import BuiltinProvider
+from .facts import Param, PropertyRule, ProviderFacts
 
 #: The Graph API version of the built-in addresses.
 GRAPH_VERSION: Final = "v25.0"
 #: The fields asked for when ``customProperties.fields`` is not set.
 DEFAULT_FIELDS: Final = "id,name,first_name,last_name,email,picture.type(large)"
+
+FACTS: Final = ProviderFacts(
+    name="facebook",
+    title="Facebook",
+    class_name="FacebookProvider",
+    code=True,
+    code_quirks=("`appsecret_proof`",),
+    authorization_url=f"https://www.facebook.com/{GRAPH_VERSION}/dialog/oauth",
+    token_url=f"https://graph.facebook.com/{GRAPH_VERSION}/oauth/access_token",
+    profile_url=f"https://graph.facebook.com/{GRAPH_VERSION}/me",
+    scope=("public_profile", "email"),
+    profile=ProfileFields(
+        provider_key="id",
+        first_name="first_name",
+        last_name="last_name",
+        full_name="name",
+        email="email",
+        avatar_url="picture.data.url",
+    ),
+    profile_params=(Param("fields", DEFAULT_FIELDS, "fields"),),
+    property_rules=(PropertyRule("appsecretProof", "choice", ("true", "false")),),
+    api_base=f"https://graph.facebook.com/{GRAPH_VERSION}/",
+    init_custom_properties={"appsecretProof": "true"},
+    docs=f"""\
+Create an app at [Meta for Developers](https://developers.facebook.com/apps/) with *Facebook
+Login* and add the callback under *Valid OAuth Redirect URIs*. The Graph API returns only the
+fields a request names; `customProperties`:
+
+* `fields`: the field list of the `/me` call (default
+  `{DEFAULT_FIELDS}`). The picture is read from
+  `picture.data.url`.
+* `appsecretProof`: `"true"` sends `appsecret_proof` (HMAC-SHA256 of the access token keyed
+  with the client secret, hex) with the profile call; needed when the app has *Require App
+  Secret* turned on. `"false"` (the default) does not.
+
+Facebook does not say whether the address is verified (`email_verified` is `None`). The
+built-in addresses use Graph API `{GRAPH_VERSION}`; pin another version with `apiURL` and the
+version in `authorizationURL`/`accessTokenURL`.
+""",
+)
 
 
 def appsecret_proof(access_token: str, client_secret: str) -> str:
@@ -26,43 +64,19 @@ def appsecret_proof(access_token: str, client_secret: str) -> str:
     return hmac.new(key, access_token.encode("utf-8"), hashlib.sha256).hexdigest()
 
 
-class FacebookProvider(OAuth2Provider):
-    """Sign in with Facebook.
-
-    The Graph API returns only the fields a request names, so ``/me`` is called with
-    ``fields`` (``customProperties.fields`` overrides the default list). The picture is at
-    ``picture.data.url``. With ``customProperties.appsecretProof: "true"`` (for apps that
-    turned on *Require App Secret*) each call also carries ``appsecret_proof``, the
-    HMAC-SHA256 of the access token keyed with the client secret; the proof is bound to the
-    token and reveals neither.
-    """
+class FacebookProvider(BuiltinProvider):
+    """Sign in with Facebook; with ``customProperties.appsecretProof: "true"`` each call also
+    carries ``appsecret_proof``, which is bound to the token and reveals neither it nor the
+    secret."""
 
     __slots__ = ()
 
-    default_api_url: ClassVar[str | None] = f"https://graph.facebook.com/{GRAPH_VERSION}/me"
-    profile_fields: ClassVar[ProfileFields] = ProfileFields(
-        provider_key="id",
-        first_name="first_name",
-        last_name="last_name",
-        full_name="name",
-        email="email",
-        avatar_url="picture.data.url",
-    )
+    facts = FACTS
 
-    @classmethod
-    def settings_problems(cls, settings: OAuth2Settings) -> list[ConfigurationProblem]:
-        return super().settings_problems(settings) + choice_problem(
-            settings, "appsecretProof", ("true", "false")
-        )
-
-    def fetch_profile(self, info: OAuth2Info) -> Mapping[str, Any]:
-        properties = self.settings.custom_properties
-        params = {"fields": properties.get("fields", DEFAULT_FIELDS)}
-        if properties.get("appsecretProof") == "true":
+    def profile_query(self, info: OAuth2Info) -> dict[str, str]:
+        params = super().profile_query(info)
+        if self.settings.custom_properties.get("appsecretProof") == "true":
             params["appsecret_proof"] = appsecret_proof(
                 info.access_token, self.settings.client_secret
             )
-        raw: Mapping[str, Any] = self.request_json(
-            "GET", require_profile_url(self), info, params=params
-        )
-        return raw
+        return params

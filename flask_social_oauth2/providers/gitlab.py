@@ -2,37 +2,38 @@
 
 from __future__ import annotations
 
-from typing import ClassVar, Final
+from typing import Final
 
 from ..profile_fields import ProfileFields
-from ..provider import OAuth2Provider
-from ..settings import OAuth2Settings
-from ._common import origin, token_url_path
+from .facts import ProviderFacts
 
-_ENDPOINT_SUFFIX: Final = "/oauth/token"
-
-
-class GitLabProvider(OAuth2Provider):
-    """Sign in with GitLab.
-
-    The profile is ``GET /api/v4/user`` (scope ``read_user``) on the GitLab instance of
-    ``accessTokenURL``, so a self-managed instance needs no ``apiURL``: the token URL
-    ``https://<host>[/<relative root>]/oauth/token`` gives
-    ``https://<host>[/<relative root>]/api/v4/user``.
-    """
-
-    __slots__ = ()
-
-    default_api_url: ClassVar[str | None] = "https://gitlab.com/api/v4/user"
-    profile_fields: ClassVar[ProfileFields] = ProfileFields(
+FACTS: Final = ProviderFacts(
+    name="gitlab",
+    title="GitLab",
+    class_name="GitLabProvider",
+    authorization_url="https://gitlab.com/oauth/authorize",
+    token_url="https://gitlab.com/oauth/token",
+    profile_url_from_token_url=(
+        (r"([^:/]+://[^/]+)(.*)/oauth/token", r"\1\2/api/v4/user"),
+        (r"([^:/]+://[^/]+).*", r"\1/api/v4/user"),
+    ),
+    profile_url_shown="https://<instance>/api/v4/user",
+    scope=("read_user",),
+    profile=ProfileFields(
         provider_key="id",
-        full_name=("name", "username"),
+        username="username",
+        full_name="name",
         email="email",
         avatar_url="avatar_url",
-    )
-
-    @classmethod
-    def default_profile_url_for(cls, settings: OAuth2Settings) -> str | None:
-        path = token_url_path(settings)
-        root = path[: -len(_ENDPOINT_SUFFIX)] if path.endswith(_ENDPOINT_SUFFIX) else ""
-        return f"{origin(settings.access_token_url)}{root}/api/v4/user"
+    ),
+    api_base="https://gitlab.com/api/v4/",
+    revocation_url="https://gitlab.com/oauth/revoke",
+    docs="""\
+Add an application under *Edit profile → Applications* on gitlab.com or your instance, with
+the `read_user` scope. The profile address is `/api/v4/user` on the instance (and relative
+root) of `accessTokenURL`, so a self-managed GitLab needs no `apiURL`:
+`https://git.example.com/gitlab/oauth/token` gives
+`https://git.example.com/gitlab/api/v4/user`. (The API base and revocation address of the
+facts are gitlab.com's.)
+""",
+)

@@ -2,23 +2,28 @@
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Final
 
-from ..profile_fields import OPENID_FIELDS, ProfileFields
-from ..provider import OAuth2Provider
+from ..profile_fields import OPENID_FIELDS
+from .facts import ProviderFacts
 
-
-class GoogleProvider(OAuth2Provider):
-    """Sign in with Google.
-
-    The profile is Google's OpenID Connect userinfo (scope ``openid email profile``); it has
-    no quirks beyond the standard claims.
-    """
-
-    __slots__ = ()
-
-    default_api_url: ClassVar[str | None] = "https://openidconnect.googleapis.com/v1/userinfo"
-    openid_connect: ClassVar[bool] = True
-    default_issuer: ClassVar[str | None] = "https://accounts.google.com"
-    extra_id_token_issuers: ClassVar[frozenset[str]] = frozenset({"accounts.google.com"})
-    profile_fields: ClassVar[ProfileFields] = OPENID_FIELDS
+FACTS: Final = ProviderFacts(
+    name="google",
+    title="Google",
+    class_name="GoogleProvider",
+    authorization_url="https://accounts.google.com/o/oauth2/v2/auth",
+    token_url="https://oauth2.googleapis.com/token",
+    profile_url="https://openidconnect.googleapis.com/v1/userinfo",
+    issuer="https://accounts.google.com",
+    extra_id_token_issuers=frozenset({"accounts.google.com"}),
+    scope=("openid", "email", "profile"),
+    profile=OPENID_FIELDS,
+    api_base="https://www.googleapis.com/",
+    revocation_url="https://oauth2.googleapis.com/revoke",
+    docs="""\
+Create an *OAuth client ID* of type *Web application* in the
+[Google Cloud console](https://console.cloud.google.com/apis/credentials) and add the callback
+under *Authorized redirect URIs*. The profile is Google's OpenID Connect userinfo, with
+`email_verified`.
+""",
+)

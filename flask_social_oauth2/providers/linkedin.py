@@ -1,71 +1,82 @@
-"""LinkedIn: Sign In with LinkedIn using OpenID Connect (userinfo)."""
+"""LinkedIn: Sign In with LinkedIn using OpenID Connect, and the legacy member API."""
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import Any, Final
 
-from ..errors import ConfigurationProblem
-from ..profile_fields import ProfileFields, first_text, lookup
-from ..provider import OAuth2Provider
-from ..settings import OAuth2Info, OAuth2Settings, SocialProfile
-from ._common import optional_json, url_property_problems
+from ..profile_fields import ProfileFields, as_text, first_text, lookup
+from ..settings import OAuth2Info, SocialProfile
+from .base import BuiltinProvider
+from .facts import PropertyRule, ProviderFacts
 
-
-class LinkedInProvider(OAuth2Provider):
-    """Sign in with LinkedIn.
-
-    The profile is the OpenID Connect userinfo ``GET https://api.linkedin.com/v2/userinfo``
-    (scopes ``openid profile email``). For apps still on the legacy member API
-    (``apiURL: https://api.linkedin.com/v2/me``, which has ``id``, ``localizedFirstName`` and
-    ``localizedLastName`` but no e-mail or picture), two ``customProperties`` name the extra
-    calls, made only when the field is missing:
-
-    * ``emailURL``: e.g. ``https://api.linkedin.com/v2/emailAddress?q=members&projection=
-      (elements*(handle~))``; the address is ``elements[0]["handle~"].emailAddress``.
-    * ``photoURL``: e.g. ``https://api.linkedin.com/v2/me?projection=(id,profilePicture
-      (displayImage~:playableStreams))``; the largest (last) image is taken.
-
-    When such a call fails, the profile comes without that field.
-    """
-
-    __slots__ = ()
-
-    default_api_url: ClassVar[str | None] = "https://api.linkedin.com/v2/userinfo"
-    openid_connect: ClassVar[bool] = True
-    default_issuer: ClassVar[str | None] = "https://www.linkedin.com/oauth"
-    profile_fields: ClassVar[ProfileFields] = ProfileFields(
+FACTS: Final = ProviderFacts(
+    name="linkedin",
+    title="LinkedIn",
+    class_name="LinkedInProvider",
+    code=True,
+    code_quirks=("legacy API: localized names, e-mail/photo calls",),
+    authorization_url="https://www.linkedin.com/oauth/v2/authorization",
+    token_url="https://www.linkedin.com/oauth/v2/accessToken",
+    profile_url="https://api.linkedin.com/v2/userinfo",
+    issuer="https://www.linkedin.com/oauth",
+    scope=("openid", "profile", "email"),
+    profile=ProfileFields(
         provider_key=("sub", "id"),
         first_name=("given_name", "localizedFirstName"),
         last_name=("family_name", "localizedLastName"),
         full_name="name",
         email="email",
+        email_verified="email_verified",
         avatar_url="picture",
-    )
+    ),
+    property_rules=(PropertyRule("emailURL", "url"), PropertyRule("photoURL", "url")),
+    api_base="https://api.linkedin.com/v2/",
+    revocation_url="https://www.linkedin.com/oauth/v2/revoke",
+    docs="""\
+Create an app in the [LinkedIn Developer Portal](https://www.linkedin.com/developers/apps), add
+the product *Sign In with LinkedIn using OpenID Connect* and the callback under *Authorized
+redirect URLs*. The profile is LinkedIn's OpenID Connect userinfo, with `email_verified`.
 
-    @classmethod
-    def settings_problems(cls, settings: OAuth2Settings) -> list[ConfigurationProblem]:
-        return super().settings_problems(settings) + url_property_problems(
-            settings, ("emailURL", "photoURL")
-        )
+Apps still on the legacy member API (`apiURL: https://api.linkedin.com/v2/me`, with scopes
+`r_liteprofile r_emailaddress`) get the names from `localizedFirstName`/`localizedLastName`,
+else from `firstName.localized` / `lastName.localized` in the member's `preferredLocale`
+(e.g. `en_US`). They name the two extra calls that API needs in `customProperties`; each is
+made only when the field is missing from the profile:
 
-    def retrieve_profile(self, info: OAuth2Info) -> SocialProfile:
-        profile = super().retrieve_profile(info)
-        properties = self.settings.custom_properties
-        email_url = properties.get("emailURL")
-        if profile.email is None and email_url:
-            answer = optional_json(self, email_url, info, "e-mail request")
-            email = first_text(answer, "elements.0.handle~.emailAddress")
-            profile = dataclasses.replace(profile, email=email)
-        photo_url = properties.get("photoURL")
-        if profile.avatar_url is None and photo_url:
-            answer = optional_json(self, photo_url, info, "photo request")
-            profile = dataclasses.replace(profile, avatar_url=_largest_image(answer))
-        return profile
+* `emailURL`: e.g.
+  `https://api.linkedin.com/v2/emailAddress?q=members&projection=(elements*(handle~))`; the
+  address is `elements[0]["handle~"].emailAddress` (not said to be verified).
+* `photoURL`: e.g.
+  `https://api.linkedin.com/v2/me?projection=(id,profilePicture(displayImage~:playableStreams))`;
+  the largest image is taken.
+
+Both must be https addresses: the access token is sent there. When such a call fails, the
+profile comes without that field.
+""",
+)
 
 
-def _largest_image(answer: Any) -> str | None:
+def localized_name(raw: Any, field: str) -> str | None:
+    """A legacy ``/v2/me`` name: ``<field>.localized`` in the ``<field>.preferredLocale``
+    (``language_COUNTRY``), else its only entry."""
+    localized = lookup(raw, f"{field}.localized")
+    if not isinstance(localized, Mapping) or not localized:
+        return None
+    language = first_text(raw, f"{field}.preferredLocale.language")
+    country = first_text(raw, f"{field}.preferredLocale.country")
+    if language is not None:
+        key = f"{language}_{country}" if country is not None else language
+        if key in localized:
+            return as_text(localized[key])
+    if len(localized) == 1:
+        return as_text(next(iter(localized.values())))
+    return None
+
+
+def largest_image(answer: Any) -> str | None:
+    """The last (largest) image of a legacy ``displayImage~`` projection."""
     images = lookup(answer, "profilePicture.displayImage~.elements")
     if not isinstance(images, list):
         return None
@@ -75,3 +86,34 @@ def _largest_image(answer: Any) -> str | None:
             if url is not None:
                 return url
     return None
+
+
+class LinkedInProvider(BuiltinProvider):
+    """Sign in with LinkedIn; reads the legacy member API's localized names and makes the
+    extra e-mail and photo calls that API needs (``customProperties.emailURL``/``photoURL``)."""
+
+    __slots__ = ()
+
+    facts = FACTS
+
+    def parse_profile(self, raw: Any, info: OAuth2Info) -> SocialProfile:
+        profile = super().parse_profile(raw, info)
+        first = profile.first_name or localized_name(raw, "firstName")
+        last = profile.last_name or localized_name(raw, "lastName")
+        if (first, last) != (profile.first_name, profile.last_name):
+            profile = dataclasses.replace(profile, first_name=first, last_name=last)
+        return profile
+
+    def retrieve_profile(self, info: OAuth2Info) -> SocialProfile:
+        profile = super().retrieve_profile(info)
+        properties = self.settings.custom_properties
+        email_url = properties.get("emailURL")
+        if profile.email is None and email_url:
+            answer = self.optional_json(email_url, info, "e-mail request")
+            email = first_text(answer, "elements.0.handle~.emailAddress")
+            profile = dataclasses.replace(profile, email=email, email_verified=None)
+        photo_url = properties.get("photoURL")
+        if profile.avatar_url is None and photo_url:
+            answer = self.optional_json(photo_url, info, "photo request")
+            profile = dataclasses.replace(profile, avatar_url=largest_image(answer))
+        return profile

@@ -2,30 +2,30 @@
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Final
 
 from ..profile_fields import ProfileFields
-from ..provider import OAuth2Provider
-from ..settings import OAuth2Settings
-from ._common import origin
+from .facts import ProviderFacts
 
-
-class MastodonProvider(OAuth2Provider):
-    """Sign in with a Mastodon server.
-
-    Each block is one Mastodon server: without ``apiURL`` the profile address is
-    ``/api/v1/accounts/verify_credentials`` on the host of ``accessTokenURL``. The account
-    ``id`` is unique on that server only, which is why users are keyed by provider name and
-    id. Mastodon gives no e-mail address and no first/last name; ``full_name`` is the display
-    name, else the user name.
-    """
-
-    __slots__ = ()
-
-    profile_fields: ClassVar[ProfileFields] = ProfileFields(
-        provider_key="id", full_name=("display_name", "username"), avatar_url="avatar"
-    )
-
-    @classmethod
-    def default_profile_url_for(cls, settings: OAuth2Settings) -> str | None:
-        return f"{origin(settings.access_token_url)}/api/v1/accounts/verify_credentials"
+FACTS: Final = ProviderFacts(
+    name="mastodon",
+    title="Mastodon",
+    class_name="MastodonProvider",
+    authorization_url="https://${MASTODON_HOST}/oauth/authorize",
+    token_url="https://${MASTODON_HOST}/oauth/token",
+    profile_url_from_token_url=((r"([^:/]+://[^/]+).*", r"\1/api/v1/accounts/verify_credentials"),),
+    profile_url_shown="https://<server>/api/v1/accounts/verify_credentials",
+    scope=("read:accounts",),
+    profile=ProfileFields(
+        provider_key="id", username="username", full_name="display_name", avatar_url="avatar"
+    ),
+    docs="""\
+Each block is one Mastodon server. Register the app on that server, either under
+*Preferences → Development → New application* or with `POST /api/v1/apps`, and use the
+`client_id`/`client_secret` it returns. The profile address is
+`/api/v1/accounts/verify_credentials` on the host of `accessTokenURL`. The account `id` is
+unique on that server only, which is why users are keyed by provider name and id. Mastodon
+gives no e-mail address; `full_name` is the display name, `username` the user name. Use the
+scope `profile` instead of `read:accounts` on Mastodon 4.3 and later.
+""",
+)

@@ -2,33 +2,38 @@
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Final
 
 from ..profile_fields import ProfileFields
-from ..provider import OAuth2Provider
+from .facts import ProviderFacts
 
-
-class MicrosoftProvider(OAuth2Provider):
-    """Sign in with Microsoft (Entra ID).
-
-    The profile is Microsoft Graph ``GET https://graph.microsoft.com/v1.0/me`` (scope
-    ``User.Read``). The mapping also reads the OpenID Connect claims, so
-    ``apiURL: https://graph.microsoft.com/oidc/userinfo`` works too; note that the two give
-    different user ids (the Graph object ``id`` versus the pairwise ``sub``), so pick one and
-    keep it. Graph serves the photo only as authenticated binary data, so ``avatar_url`` is
-    ``None``; ``email`` is ``mail``, which is empty for accounts without a mailbox
-    (``userPrincipalName`` is a sign-in name, not a verified address, and is not used).
-    """
-
-    __slots__ = ()
-
-    default_api_url: ClassVar[str | None] = "https://graph.microsoft.com/v1.0/me"
-    openid_connect: ClassVar[bool] = True
-    issuer_from_token_url = (r"(https://[^/]+/[^/]+)/oauth2/v2\.0/token", r"\1/v2.0")
-    profile_fields: ClassVar[ProfileFields] = ProfileFields(
+FACTS: Final = ProviderFacts(
+    name="microsoft",
+    title="Microsoft (Entra ID)",
+    class_name="MicrosoftProvider",
+    authorization_url="https://login.microsoftonline.com/common/oauth2/v2.0/authorize",
+    token_url="https://login.microsoftonline.com/common/oauth2/v2.0/token",
+    profile_url="https://graph.microsoft.com/v1.0/me",
+    issuer_from_token_url=(r"(https://[^/]+/[^/]+)/oauth2/v2\.0/token", r"\1/v2.0"),
+    scope=("openid", "profile", "email", "User.Read"),
+    profile=ProfileFields(
         provider_key=("id", "sub"),
+        username=("userPrincipalName", "preferred_username"),
         first_name=("givenName", "given_name"),
         last_name=("surname", "family_name"),
         full_name=("displayName", "name"),
         email=("mail", "email"),
-    )
+    ),
+    api_base="https://graph.microsoft.com/v1.0/",
+    docs="""\
+Register an app under *App registrations* in the [Microsoft Entra admin center](https://entra.microsoft.com/)
+with a *Web* redirect URI, and add a client secret. Replace `common` with your tenant id (or
+`organizations`/`consumers`) to restrict who can sign in. The profile is Microsoft Graph
+`/v1.0/me` (`User.Read`). The same mapping reads the OpenID Connect userinfo
+(`apiURL: https://graph.microsoft.com/oidc/userinfo`), but the two give different user ids
+(Graph object `id` versus pairwise `sub`): choose one and keep it. `avatar_url` is `None`
+(Graph serves photos only as authenticated binary data); `email` is `mail`, which is empty for
+accounts without a mailbox, and is never said to be verified (`email_verified` is `None`: do
+not link accounts by it); `username` is the sign-in name (`userPrincipalName`).
+""",
+)

@@ -2,36 +2,32 @@
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Final
 
-from ..profile_fields import OPENID_FIELDS, ProfileFields
-from ..provider import OAuth2Provider
-from ..settings import OAuth2Settings
-from ._common import origin, token_url_path
+from ..profile_fields import OPENID_FIELDS
+from .facts import ProviderFacts
 
-
-class OktaProvider(OAuth2Provider):
-    """Sign in with Okta.
-
-    Okta is per organization, so without ``apiURL`` the profile address comes from
-    ``accessTokenURL``: a token endpoint ``https://<org>.okta.com/oauth2/<server>/v1/token``
-    (a custom authorization server such as ``default``) or ``.../oauth2/v1/token`` (the org
-    server) gives the ``/v1/userinfo`` beside it; any other path gives
-    ``https://<host>/oauth2/v1/userinfo``.
-    """
-
-    __slots__ = ()
-
-    profile_fields: ClassVar[ProfileFields] = OPENID_FIELDS
-    openid_connect: ClassVar[bool] = True
-    issuer_from_token_url = (
+FACTS: Final = ProviderFacts(
+    name="okta",
+    title="Okta",
+    class_name="OktaProvider",
+    authorization_url="https://${OKTA_DOMAIN}/oauth2/default/v1/authorize",
+    token_url="https://${OKTA_DOMAIN}/oauth2/default/v1/token",
+    profile_url_from_token_url=(
+        (r"([^:/]+://[^/]+)(.*)/v1/token", r"\1\2/v1/userinfo"),
+        (r"([^:/]+://[^/]+).*", r"\1/oauth2/v1/userinfo"),
+    ),
+    profile_url_shown="https://<org>/oauth2/<server>/v1/userinfo",
+    issuer_from_token_url=(
         r"(https?://[^/]+)(?:/oauth2(?=/v1/)|(/oauth2/[^/]+))/v1/token",
         r"\1\2",
-    )
-
-    @classmethod
-    def default_profile_url_for(cls, settings: OAuth2Settings) -> str | None:
-        path = token_url_path(settings)
-        if path.endswith("/v1/token"):
-            return f"{origin(settings.access_token_url)}{path[: -len('token')]}userinfo"
-        return f"{origin(settings.access_token_url)}/oauth2/v1/userinfo"
+    ),
+    scope=("openid", "profile", "email"),
+    profile=OPENID_FIELDS,
+    docs="""\
+Create an *OIDC - Web Application* app integration in your Okta admin console and add the
+callback as *Sign-in redirect URI*. The profile address is derived from `accessTokenURL`:
+`.../oauth2/<server>/v1/token` (custom authorization server, e.g. `default`) or
+`.../oauth2/v1/token` (org server) gives the `/v1/userinfo` beside it.
+""",
+)

@@ -2,42 +2,42 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, ClassVar, Final
+from typing import Final
 
 from ..profile_fields import ProfileFields
-from ..provider import OAuth2Provider
-from ..settings import OAuth2Info
-from ._common import require_profile_url
+from .facts import Param, ProviderFacts
 
 #: The user attributes asked for when ``customProperties.userFields`` is not set.
-DEFAULT_USER_FIELDS: Final = "email,first_name,last_name,full_name,image_url"
+DEFAULT_USER_FIELDS: Final = (
+    "email,is_email_verified,first_name,last_name,full_name,vanity,image_url"
+)
 
-
-class PatreonProvider(OAuth2Provider):
-    """Sign in with Patreon.
-
-    API v2 returns only the attributes a request names, so the identity call sends
-    ``fields[user]`` (``customProperties.userFields`` overrides the list). The answer is a
-    JSON:API document: the user is under ``data``, its fields under ``data.attributes``.
-    """
-
-    __slots__ = ()
-
-    default_api_url: ClassVar[str | None] = "https://www.patreon.com/api/oauth2/v2/identity"
-    profile_fields: ClassVar[ProfileFields] = ProfileFields(
+FACTS: Final = ProviderFacts(
+    name="patreon",
+    title="Patreon",
+    class_name="PatreonProvider",
+    authorization_url="https://www.patreon.com/oauth2/authorize",
+    token_url="https://www.patreon.com/api/oauth2/token",
+    profile_url="https://www.patreon.com/api/oauth2/v2/identity",
+    scope=("identity", "identity[email]"),
+    profile=ProfileFields(
         provider_key="data.id",
+        username="data.attributes.vanity",
         first_name="data.attributes.first_name",
         last_name="data.attributes.last_name",
         full_name="data.attributes.full_name",
         email="data.attributes.email",
+        email_verified="data.attributes.is_email_verified",
         avatar_url=("data.attributes.image_url", "data.attributes.thumb_url"),
-    )
-
-    def fetch_profile(self, info: OAuth2Info) -> Mapping[str, Any]:
-        url = require_profile_url(self)
-        fields = self.settings.custom_properties.get("userFields", DEFAULT_USER_FIELDS)
-        raw: Mapping[str, Any] = self.request_json(
-            "GET", url, info, params={"fields[user]": fields}
-        )
-        return raw
+    ),
+    profile_params=(Param("fields[user]", DEFAULT_USER_FIELDS, "userFields"),),
+    api_base="https://www.patreon.com/api/oauth2/v2/",
+    docs=f"""\
+Register a client on the [Patreon clients page](https://www.patreon.com/portal/registration/register-clients)
+(API version 2). API v2 returns only the attributes a request names: the identity call sends
+`fields[user]`, by default `{DEFAULT_USER_FIELDS}`;
+`customProperties.userFields` overrides the list. The answer is a JSON:API document (the user
+under `data`, its fields under `data.attributes`); `username` is the `vanity` name. The e-mail
+address needs the scope `identity[email]`.
+""",
+)

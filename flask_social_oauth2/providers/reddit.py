@@ -2,69 +2,39 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import Final
 
-from ..errors import ConfigurationProblem
 from ..profile_fields import ProfileFields
-from ..provider import OAuth2Provider, TokenAuthMethod
-from ..settings import OAuth2Info, OAuth2Settings
-from ._common import package_version, require_profile_url
+from .facts import Param, ProviderFacts, Quirk
 
-
-class RedditProvider(OAuth2Provider):
-    """Sign in with Reddit.
-
-    Reddit throttles or refuses generic User-Agents, so the token request and every API call
-    send a descriptive one: ``customProperties.userAgent`` (Reddit asks for
-    ``<platform>:<app ID>:<version> (by /u/<reddit username>)``), else
-    ``web:<clientID>:<this package's version> (flask-social-oauth2)``. The token endpoint wants
-    HTTP Basic client authentication. The profile call asks for ``raw_json=1`` so that URLs
-    come without HTML escaping (``&amp;``). Reddit accounts have no real name or e-mail
-    address: ``full_name`` is the user name.
-    """
-
-    __slots__ = ()
-
-    default_api_url: ClassVar[str | None] = "https://oauth.reddit.com/api/v1/me"
-    default_token_auth_method: ClassVar[TokenAuthMethod] = "client_secret_basic"  # noqa: S105
-    profile_fields: ClassVar[ProfileFields] = ProfileFields(
-        provider_key="id", full_name="name", avatar_url=("icon_img", "snoovatar_img")
-    )
-
-    @classmethod
-    def settings_problems(cls, settings: OAuth2Settings) -> list[ConfigurationProblem]:
-        problems = super().settings_problems(settings)
-        agent = settings.custom_properties.get("userAgent")
-        if agent is not None and (
-            not agent.strip() or any(ord(char) < 0x20 or ord(char) == 0x7F for char in agent)
-        ):
-            problems.append(
-                ConfigurationProblem(
-                    None,
-                    "customProperties.userAgent",
-                    "must be a non-empty line without control characters",
-                )
-            )
-        return problems
-
-    @property
-    def user_agent(self) -> str:
-        """The User-Agent sent to Reddit."""
-        configured = self.settings.custom_properties.get("userAgent")
-        if configured:
-            return configured
-        return f"web:{self.settings.client_id}:{package_version()} (flask-social-oauth2)"
-
-    def token_request_headers(self) -> Mapping[str, str]:
-        return {"User-Agent": self.user_agent}
-
-    def fetch_profile(self, info: OAuth2Info) -> Mapping[str, Any]:
-        raw: Mapping[str, Any] = self.request_json(
-            "GET",
-            require_profile_url(self),
-            info,
-            headers={"User-Agent": self.user_agent},
-            params={"raw_json": "1"},
-        )
-        return raw
+FACTS: Final = ProviderFacts(
+    name="reddit",
+    title="Reddit",
+    class_name="RedditProvider",
+    authorization_url="https://www.reddit.com/api/v1/authorize",
+    token_url="https://www.reddit.com/api/v1/access_token",
+    profile_url="https://oauth.reddit.com/api/v1/me",
+    scope=("identity",),
+    client_auth="client_secret_basic",
+    profile=ProfileFields(
+        provider_key="id", username="name", avatar_url=("icon_img", "snoovatar_img")
+    ),
+    profile_params=(Param("raw_json", "1"),),
+    quirks=frozenset({Quirk.DESCRIPTIVE_USER_AGENT}),
+    api_base="https://oauth.reddit.com/",
+    revocation_url="https://www.reddit.com/api/v1/revoke_token",
+    init_authorization_params={"duration": "temporary"},
+    init_custom_properties={
+        "userAgent": "web:com.example.myapp:v1.0.0 (by /u/your_reddit_username)"
+    },
+    docs="""\
+Create a *web app* on [reddit.com/prefs/apps](https://www.reddit.com/prefs/apps); the client
+id is the string under the app's name. Reddit refuses or throttles generic User-Agents, so the
+token request and the profile call send a descriptive one: `customProperties.userAgent`
+(Reddit's format is `<platform>:<app ID>:<version> (by /u/<reddit username>)`), else
+`web:<clientID>:<package version> (flask-social-oauth2)`. The token endpoint is called with
+HTTP Basic client authentication; the profile call asks for `raw_json=1` so that URLs come
+without HTML escaping. Reddit accounts have no e-mail address or real name: `username` is the
+user name and `full_name` is `None`. Reddit's authorization request needs `duration`.
+""",
+)

@@ -2,22 +2,32 @@
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Final
 
 from ..profile_fields import ProfileFields
-from ..provider import OAuth2Provider
+from .facts import ProviderFacts
 
-
-class SpotifyProvider(OAuth2Provider):
-    """Sign in with Spotify.
-
-    The profile is ``GET https://api.spotify.com/v1/me``; the e-mail address needs the
-    ``user-read-email`` scope, the avatar is the first of ``images``.
-    """
-
-    __slots__ = ()
-
-    default_api_url: ClassVar[str | None] = "https://api.spotify.com/v1/me"
-    profile_fields: ClassVar[ProfileFields] = ProfileFields(
-        provider_key="id", full_name="display_name", email="email", avatar_url="images.0.url"
-    )
+FACTS: Final = ProviderFacts(
+    name="spotify",
+    title="Spotify",
+    class_name="SpotifyProvider",
+    authorization_url="https://accounts.spotify.com/authorize",
+    token_url="https://accounts.spotify.com/api/token",
+    profile_url="https://api.spotify.com/v1/me",
+    scope=("user-read-email", "user-read-private"),
+    profile=ProfileFields(
+        provider_key="id",
+        full_name="display_name",
+        email="email",
+        # Spotify's documentation: "This email address is unverified".
+        email_verified=False,
+        avatar_url="images.0.url",
+    ),
+    api_base="https://api.spotify.com/v1/",
+    docs="""\
+Create an app in the [Spotify developer dashboard](https://developer.spotify.com/dashboard) and
+add the callback under *Redirect URIs*. The e-mail address needs `user-read-email`; Spotify
+documents it as unverified, so `email_verified` is `False`. The avatar is the first of
+`images`.
+""",
+)

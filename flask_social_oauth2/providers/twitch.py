@@ -2,39 +2,35 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import Final
 
 from ..profile_fields import ProfileFields
-from ..provider import OAuth2Provider
-from ..settings import OAuth2Info
-from ._common import require_profile_url
+from .facts import ProviderFacts, Quirk
 
-
-class TwitchProvider(OAuth2Provider):
-    """Sign in with Twitch.
-
-    Every Helix API call must name the application in a ``Client-Id`` header (the block's
-    ``clientID``) beside the bearer token. ``GET https://api.twitch.tv/helix/users`` without
-    parameters answers ``{"data": [<the token's user>]}``; the e-mail address needs the
-    ``user:read:email`` scope.
-    """
-
-    __slots__ = ()
-
-    default_api_url: ClassVar[str | None] = "https://api.twitch.tv/helix/users"
-    profile_fields: ClassVar[ProfileFields] = ProfileFields(
+FACTS: Final = ProviderFacts(
+    name="twitch",
+    title="Twitch",
+    class_name="TwitchProvider",
+    authorization_url="https://id.twitch.tv/oauth2/authorize",
+    token_url="https://id.twitch.tv/oauth2/token",
+    profile_url="https://api.twitch.tv/helix/users",
+    scope=("user:read:email",),
+    profile=ProfileFields(
         provider_key="data.0.id",
-        full_name=("data.0.display_name", "data.0.login"),
+        username="data.0.login",
+        full_name="data.0.display_name",
         email="data.0.email",
+        # Twitch's documentation: "The user's verified email address".
+        email_verified=True,
         avatar_url="data.0.profile_image_url",
-    )
-
-    def fetch_profile(self, info: OAuth2Info) -> Mapping[str, Any]:
-        raw: Mapping[str, Any] = self.request_json(
-            "GET",
-            require_profile_url(self),
-            info,
-            headers={"Client-Id": self.settings.client_id},
-        )
-        return raw
+    ),
+    quirks=frozenset({Quirk.CLIENT_ID_HEADER}),
+    api_base="https://api.twitch.tv/helix/",
+    revocation_url="https://id.twitch.tv/oauth2/revoke",
+    docs="""\
+Register an application in the [Twitch developer console](https://dev.twitch.tv/console/apps)
+(category *Website Integration*, client type *Confidential*). Every Helix call carries a
+`Client-Id` header with the block's `clientID` beside the bearer token. The e-mail address
+needs `user:read:email`; Twitch gives only a verified one. `username` is the `login`.
+""",
+)

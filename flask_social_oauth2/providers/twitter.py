@@ -2,40 +2,35 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, ClassVar, Final
+from typing import Final
 
 from ..profile_fields import ProfileFields
-from ..provider import OAuth2Provider, TokenAuthMethod
-from ..settings import OAuth2Info
-from ._common import require_profile_url
+from .facts import Param, ProviderFacts
 
-#: The user fields asked for when ``customProperties.userFields`` is not set.
-DEFAULT_USER_FIELDS: Final = "profile_image_url"
-
-
-class TwitterProvider(OAuth2Provider):
-    """Sign in with X (Twitter), OAuth 2.0 with PKCE.
-
-    X requires confidential clients to authenticate at the token endpoint with HTTP Basic.
-    The profile is ``GET https://api.x.com/2/users/me`` with ``user.fields`` (default
-    ``profile_image_url``; ``customProperties.userFields`` overrides it); the user is under
-    ``data``. X gives no e-mail address and no first/last name.
-    """
-
-    __slots__ = ()
-
-    default_api_url: ClassVar[str | None] = "https://api.x.com/2/users/me"
-    default_token_auth_method: ClassVar[TokenAuthMethod] = "client_secret_basic"  # noqa: S105
-    profile_fields: ClassVar[ProfileFields] = ProfileFields(
+FACTS: Final = ProviderFacts(
+    name="twitter",
+    title="X (Twitter)",
+    class_name="TwitterProvider",
+    authorization_url="https://x.com/i/oauth2/authorize",
+    token_url="https://api.x.com/2/oauth2/token",
+    profile_url="https://api.x.com/2/users/me",
+    scope=("users.read", "tweet.read"),
+    client_auth="client_secret_basic",
+    profile=ProfileFields(
         provider_key="data.id",
-        full_name=("data.name", "data.username"),
+        username="data.username",
+        full_name="data.name",
         avatar_url="data.profile_image_url",
-    )
-
-    def fetch_profile(self, info: OAuth2Info) -> Mapping[str, Any]:
-        fields = self.settings.custom_properties.get("userFields", DEFAULT_USER_FIELDS)
-        raw: Mapping[str, Any] = self.request_json(
-            "GET", require_profile_url(self), info, params={"user.fields": fields}
-        )
-        return raw
+    ),
+    profile_params=(Param("user.fields", "profile_image_url", "userFields"),),
+    api_base="https://api.x.com/2/",
+    revocation_url="https://api.x.com/2/oauth2/revoke",
+    docs="""\
+In the [X developer portal](https://developer.x.com/en/portal/dashboard) set up *User
+authentication* for your app with type *Web App* (a confidential client) and the callback URI.
+This is OAuth 2.0 with PKCE (always sent); the token endpoint is called with HTTP Basic client
+authentication as X requires for confidential clients. The profile is `/2/users/me` with
+`user.fields=profile_image_url` (`customProperties.userFields` overrides it). X gives no
+e-mail address and no first/last name; `username` is the handle.
+""",
+)

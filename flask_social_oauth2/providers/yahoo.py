@@ -2,22 +2,23 @@
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Final
 
-from ..profile_fields import OPENID_FIELDS, ProfileFields
-from ..provider import OAuth2Provider
+from ..profile_fields import OPENID_FIELDS
+from .facts import ProviderFacts
 
-
-class YahooProvider(OAuth2Provider):
-    """Sign in with Yahoo.
-
-    The profile is Yahoo's OpenID Connect userinfo (scope ``openid profile email``), read with
-    the standard claim names.
-    """
-
-    __slots__ = ()
-
-    default_api_url: ClassVar[str | None] = "https://api.login.yahoo.com/openid/v1/userinfo"
-    openid_connect: ClassVar[bool] = True
-    default_issuer: ClassVar[str | None] = "https://api.login.yahoo.com"
-    profile_fields: ClassVar[ProfileFields] = OPENID_FIELDS
+FACTS: Final = ProviderFacts(
+    name="yahoo",
+    title="Yahoo",
+    class_name="YahooProvider",
+    authorization_url="https://api.login.yahoo.com/oauth2/request_auth",
+    token_url="https://api.login.yahoo.com/oauth2/get_token",
+    profile_url="https://api.login.yahoo.com/openid/v1/userinfo",
+    issuer="https://api.login.yahoo.com",
+    scope=("openid", "profile", "email"),
+    profile=OPENID_FIELDS,
+    docs="""\
+Create an app on [developer.yahoo.com/apps](https://developer.yahoo.com/apps/) with *OpenID
+Connect Permissions* (Email, Profile). The profile is Yahoo's OpenID Connect userinfo.
+""",
+)

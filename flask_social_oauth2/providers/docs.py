@@ -1,0 +1,271 @@
+"""docs/providers.md and the blocks of ``flask social init``, generated from the facts.
+
+``python -m flask_social_oauth2.providers.docs`` rewrites docs/providers.md (run it after
+changing a provider); ``--check`` exits 1 when the page is stale, as the tests do.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Final
+
+from . import PROVIDER_FACTS
+from .facts import ProviderFacts
+
+#: docs/providers.md of a source checkout.
+DOCS_PAGE: Final = Path(__file__).resolve().parents[2] / "docs" / "providers.md"
+#: The marker pair around the number of built-in providers (the README copies it).
+COUNT_MARKERS: Final = ("<!-- provider-count -->", "<!-- /provider-count -->")
+
+_PLAIN: Final = re.compile(r"[\w./${}<>-]+(?: [\w./${}<>-]+)*|https?://[^\s#]+")
+_NUMBER: Final = re.compile(r"[-+.\d][\d_.eE+-]*")
+_YAML_WORDS: Final = frozenset(
+    {"true", "false", "yes", "no", "on", "off", "y", "n", "null", "~", ".nan", ".inf"}
+)
+
+
+def yaml_scalar(value: str) -> str:
+    """``value`` as a YAML scalar: plain where every YAML reader sees the same string,
+    double-quoted otherwise."""
+    if (
+        _PLAIN.fullmatch(value)
+        and not _NUMBER.fullmatch(value)
+        and value.lower() not in _YAML_WORDS
+    ):
+        return value
+    return json.dumps(value, ensure_ascii=False)
+
+
+def env_name(name: str) -> str:
+    """The environment variable prefix of a provider's credentials (``GITHUB``)."""
+    return re.sub(r"\W", "_", name).upper()
+
+
+def init_block(facts: ProviderFacts) -> str:
+    """The ready YAML block ``flask social init <name>`` prints (credentials as ``${VAR}``)."""
+    prefix = env_name(facts.name)
+    entries: list[tuple[str, str]] = []
+    if facts.authorization_url is not None:
+        entries.append(("authorizationURL", facts.authorization_url))
+    entries += [
+        ("accessTokenURL", facts.token_url),
+        ("redirectURL", f"/authenticate/{facts.name}"),
+        ("clientID", f"${{{prefix}_CLIENT_ID}}"),
+        ("clientSecret", f"${{{prefix}_CLIENT_SECRET}}"),
+    ]
+    if facts.scope:
+        entries.append(("scope", facts.scope_separator.join(facts.scope)))
+    lines = [f"{facts.name}:"]
+    lines += [f"  {key}: {yaml_scalar(value)}" for key, value in entries]
+    for key, mapping in (
+        ("authorizationParams", facts.init_authorization_params),
+        ("customProperties", facts.init_custom_properties),
+    ):
+        if mapping:
+            lines.append(f"  {key}:")
+            lines += [f"    {name}: {yaml_scalar(value)}" for name, value in mapping.items()]
+    return "\n".join(lines)
+
+
+def init_blocks() -> dict[str, str]:
+    """Built-in provider name -> its :func:`init_block`."""
+    return {name: init_block(facts) for name, facts in PROVIDER_FACTS.items()}
+
+
+def _code(text: str) -> str:
+    return f"`{text}`"
+
+
+def _profile_address(facts: ProviderFacts) -> str:
+    if facts.profile_url_from_token_url:
+        return _code(facts.profile_url_shown or "derived from accessTokenURL")
+    if facts.profile_url is not None:
+        return _code(facts.profile_url)
+    return "OpenID Connect discovery"
+
+
+def _quirks(facts: ProviderFacts) -> str:
+    found: list[str] = []
+    if facts.profile_url_from_token_url:
+        found.append("derived from `accessTokenURL`")
+    if facts.profile_method != "GET":
+        body = " with JSON `null` body" if facts.profile_json_body == "null" else ""
+        found.append(f"`{facts.profile_method}`{body}")
+    found += [f"`{param.name}` parameter" for param in facts.profile_params]
+    if facts.profile_in_token_answer is not None:
+        found.append(f"profile from the token answer (`{facts.profile_in_token_answer}`)")
+    if facts.email_list is not None:
+        found.append("e-mail from the `/emails` list")
+    if facts.profile.avatar_url_template is not None:
+        found.append("avatar URL built from id and hash")
+    found += sorted(quirk.value for quirk in facts.quirks)
+    found += facts.code_quirks
+    if facts.client_auth == "client_secret_basic":
+        found.append("HTTP Basic token auth")
+    if not found:
+        return "none (OpenID Connect)" if facts.openid_connect else "none"
+    return "; ".join(found)
+
+
+def _names(items: Sequence[ProviderFacts]) -> str:
+    names = [facts.name for facts in items]
+    return ", ".join(names[:-1]) + f" and {names[-1]}" if len(names) > 1 else "".join(names)
+
+
+def table(facts_by_name: Mapping[str, ProviderFacts]) -> str:
+    """The overview table of the page."""
+    rows = [
+        "| provider | profile address (without `apiURL`) | quirks handled"
+        " | `customProperties` read |",
+        "|---|---|---|---|",
+    ]
+    for name, facts in facts_by_name.items():
+        properties = ", ".join(map(_code, facts.custom_properties)) or "—"
+        rows.append(f"| {name} | {_profile_address(facts)} | {_quirks(facts)} | {properties} |")
+    return "\n".join(rows)
+
+
+def section(facts: ProviderFacts) -> str:
+    """A provider's section: its heading, docs paragraph and ready block."""
+    return f"## {facts.title}\n\n{facts.docs.strip()}\n\n```yaml\n{init_block(facts)}\n```\n"
+
+
+def render(facts_by_name: Mapping[str, ProviderFacts] = PROVIDER_FACTS) -> str:
+    """The whole of docs/providers.md."""
+    all_facts = list(facts_by_name.values())
+    openid = [facts for facts in all_facts if facts.openid_connect]
+    commas = [facts for facts in all_facts if facts.scope_separator != " "]
+    start, end = COUNT_MARKERS
+    intro = _INTRO.format(
+        count=f"{start}{len(all_facts)}{end}",
+        openid=_names(openid),
+        commas=_names(commas),
+    )
+    sections = "\n".join(section(facts) for facts in all_facts)
+    return f"{intro}\n{table(facts_by_name)}\n\n{sections}\n{_GENERIC}"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Write docs/providers.md, or with ``--check`` report whether it is current."""
+    args = sys.argv[1:] if argv is None else list(argv)
+    text = render()
+    if args == ["--check"]:
+        current = DOCS_PAGE.read_text(encoding="utf-8") if DOCS_PAGE.is_file() else ""
+        if current == text:
+            return 0
+        print(f"{DOCS_PAGE} is stale: run python -m flask_social_oauth2.providers.docs")
+        return 1
+    if args:
+        print("usage: python -m flask_social_oauth2.providers.docs [--check]")
+        return 2
+    DOCS_PAGE.write_text(text, encoding="utf-8")
+    return 0
+
+
+_INTRO: Final = """\
+# Providers
+
+<!-- Generated from flask_social_oauth2/providers/*.py by
+     `python -m flask_social_oauth2.providers.docs`: edit the provider's facts, not this page. -->
+
+{count} providers are built in. A configuration block whose name is a built-in provider
+(`github`, `google`, ...) gets that provider's class: it knows the provider's profile address,
+reads its profile JSON into a `SocialProfile`, and handles the provider's real quirks. Every
+other name gets the generic provider (see [Generic providers](#generic-providers)).
+
+Each block below is ready to paste into your providers YAML file
+(`SOCIAL_OAUTH2_PROVIDERS_FILE`) or, as a dict, into `SOCIAL_OAUTH2_PROVIDERS`;
+`flask social init <name>` prints it. The credentials come from the environment
+(`${{GITHUB_CLIENT_ID}}`, `${{GITHUB_CLIENT_SECRET}}`, ...; a missing variable is a
+configuration error naming the provider, key and variable): set them to the values the
+provider issued when you registered your app. `redirectURL` is the path of the extension's
+route for that provider; a relative path is resolved against the request's host, so set
+`TRUSTED_HOSTS`. Register the absolute form (`https://<your host>/authenticate/<name>`) as the
+redirect/callback URL at the provider.
+
+Rules common to every provider:
+
+* `apiURL` is optional for built-in providers: it overrides the built-in profile address
+  (useful for self-hosted or regional deployments, or to pin an API version).
+* The access token is always sent in the `Authorization: Bearer` header, never in a URL. The
+  one API that takes it elsewhere (VK) gets it in a `POST` form body.
+* `provider_key` is the provider's immutable user id, as a string. Identify users by
+  `(provider_id, provider_key)`, never by e-mail address.
+* `username` is the provider's handle (a GitHub login, a Reddit name); `full_name` is the
+  display name, else first and last name joined, never the username; `avatar_url` is only ever
+  an `http(s)` address (anything else, such as `javascript:` or a relative path, is dropped).
+* `email_verified` is `True` or `False` as the provider says (an OpenID Connect
+  `email_verified` claim, GitHub's verified list entry, ...), and `None` when it says nothing.
+  **Never link accounts by an e-mail address that is not verified**: at a provider that does
+  not check addresses anybody can claim someone else's, and linking by it would hand them that
+  person's account. Link by `(provider_id, provider_key)`; at most offer to link a verified
+  address after the user has signed in to the existing account.
+* A field the provider does not send (no e-mail, no picture, no last name) is `None`; an answer
+  without a user id is a `ProfileRetrievalError`, never an empty profile.
+* `customProperties` is a map of strings; each provider section lists the keys it reads.
+  Every provider also reads `tokenEndpointAuthMethod` (`client_secret_post` or
+  `client_secret_basic`) to override how the client authenticates at the token endpoint, and
+  `issuer` / `discoveryURL` (OpenID Connect discovery, ID token verification and the RFC 9207
+  `iss` check on the callback: see [OpenID Connect](openid-connect.md)).
+* {openid} are OpenID Connect providers: when the scope asks for `openid`, their issuer is
+  known (fixed, or derived from `accessTokenURL` for the per-tenant ones) and every ID token is
+  verified.
+* Scopes are one string, entries separated by a space, exactly as the provider defines them
+  ({commas} use commas instead).
+"""
+
+_GENERIC: Final = """\
+## Generic providers
+
+A block whose name is not a built-in provider (and is not mapped with
+`SOCIAL_OAUTH2_PROVIDER_CLASSES`) uses the generic `OAuth2Provider`: the authorization code
+flow with PKCE, then `GET apiURL` with the bearer token. `apiURL` is therefore required. The
+profile is read with the OpenID Connect claim names: `sub` (else `id`, else `login`) as
+`provider_key`, `preferred_username`, `given_name`, `family_name`, `name`, `email`,
+`email_verified` and `picture`. This fits any OpenID Connect provider's userinfo endpoint.
+
+```yaml
+my-idp:
+  authorizationURL: https://id.example.com/oauth2/authorize
+  accessTokenURL: https://id.example.com/oauth2/token
+  apiURL: https://id.example.com/oauth2/userinfo
+  redirectURL: /authenticate/my-idp
+  clientID: ${MY_IDP_CLIENT_ID}
+  clientSecret: ${MY_IDP_CLIENT_SECRET}
+  scope: openid profile email
+  customProperties:
+    tokenEndpointAuthMethod: client_secret_basic
+```
+
+For a provider whose profile has other field names, subclass `OAuth2Provider` and set
+`profile_fields`, then name the class for the block:
+
+```python
+from flask_social_oauth2 import OAuth2Provider, SocialOAuth2
+from flask_social_oauth2.profile_fields import ProfileFields
+
+
+class AcmeProvider(OAuth2Provider):
+    \"\"\"Sign in with Acme.\"\"\"
+
+    default_api_url = "https://api.acme.example/v1/me"
+    profile_fields = ProfileFields(
+        provider_key="user.id",
+        username="user.login",
+        full_name="user.display_name",
+        email="user.mail",
+        email_verified="user.mail_verified",
+    )
+
+
+social = SocialOAuth2(provider_classes={"acme": AcmeProvider})
+```
+"""
+
+
+if __name__ == "__main__":
+    sys.exit(main())

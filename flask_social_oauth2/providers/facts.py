@@ -1,0 +1,201 @@
+"""What is known about a built-in provider, written once as data.
+
+A :class:`ProviderFacts` record holds everything about one provider: its endpoints, default
+scope, client authentication, profile request and mapping, API base, revocation endpoint, named
+quirks and the paragraph of its documentation. :class:`~.base.BuiltinProvider` reads it at run
+time; ``flask social init`` and docs/providers.md are generated from it
+(:mod:`flask_social_oauth2.providers.docs`).
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Final, Literal
+
+from ..profile_fields import ProfileFields
+from ..provider import TokenAuthMethod
+from ..settings import OAuth2Settings
+from ..urls import check_endpoint_url
+
+_EMPTY: Final[Mapping[str, str]] = MappingProxyType({})
+
+
+class Quirk(enum.Enum):
+    """A named way in which a provider departs from plain OAuth 2.0 + a bearer GET.
+
+    The value is the phrase docs/providers.md shows for it.
+    """
+
+    #: Every API call (and the token request) sends a descriptive ``User-Agent``:
+    #: ``customProperties.userAgent``, else ``web:<clientID>:<version> (flask-social-oauth2)``.
+    DESCRIPTIVE_USER_AGENT = "descriptive User-Agent"
+    #: Every API call names the application in a ``Client-Id`` header.
+    CLIENT_ID_HEADER = "`Client-Id` header"
+    #: The API answers failures with HTTP 200 and ``{"ok": false, "error": "..."}``.
+    OK_FALSE_IS_ERROR = '`{"ok": false}` answers refused'
+    #: The API answers failures with HTTP 200 and an ``error`` object (``error.error_code``).
+    ERROR_OBJECT_IS_ERROR = "`error` objects in a 200 answer refused"
+    #: The token goes to the profile address as a form field of a ``POST``, not in a header.
+    TOKEN_IN_FORM_BODY = "token in a `POST` form body"
+    #: The token endpoint answers errors with HTTP 200 and an ``error`` field (refused by the
+    #: core's token parsing; stated for the docs).
+    ERROR_IN_200_TOKEN_ANSWER = "`error` in a 200 token answer refused"
+
+
+@dataclass(frozen=True, slots=True)
+class Param:
+    """A parameter of the profile request: ``customProperties[property]`` when the block sets
+    it, else ``default``."""
+
+    name: str
+    default: str
+    property: str | None = None
+
+    def value(self, settings: OAuth2Settings) -> str:
+        """The value to send for ``settings``."""
+        if self.property is None:
+            return self.default
+        return settings.custom_properties.get(self.property, self.default)
+
+
+@dataclass(frozen=True, slots=True)
+class PropertyRule:
+    """What a ``customProperties`` entry a provider reads must look like.
+
+    ``kind``: ``"choice"`` (one of ``values``), ``"pattern"`` (matches ``values[0]``, e.g.
+    ``values[1]``), ``"url"`` (an API address: the access token is sent there, so https, plain
+    http on loopback only) or ``"line"`` (a non-empty line without control characters).
+    """
+
+    key: str
+    kind: Literal["choice", "pattern", "url", "line"]
+    values: tuple[str, ...] = ()
+
+    def problem(self, value: str) -> str | None:
+        """What is wrong with ``value``, or ``None``."""
+        if self.kind == "choice":
+            if value in self.values:
+                return None
+            return "must be " + " or ".join(repr(option) for option in self.values)
+        if self.kind == "pattern":
+            if re.fullmatch(self.values[0], value):
+                return None
+            return f"must be a value such as {self.values[1]!r}"
+        if self.kind == "url":
+            return check_endpoint_url(value)
+        if value.strip() and not any(ord(char) < 0x20 or ord(char) == 0x7F for char in value):
+            return None
+        return "must be a non-empty line without control characters"
+
+
+@dataclass(frozen=True, slots=True)
+class EmailList:
+    """A second call that lists the user's addresses, made when the profile has none.
+
+    The address is the profile address plus ``/emails`` (``customProperties.emailsURL``
+    overrides it). The address taken is the entry marked primary *and* verified, so it is
+    always ``email_verified=True``; an unverified address is never taken.
+    """
+
+    #: Dotted path of the list in the answer (``""``: the answer is the list).
+    entries: str
+    address: str
+    primary: str
+    verified: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProviderFacts:
+    """One built-in provider, declaratively.
+
+    Endpoints with ``${VAR}`` (per-tenant providers) are what ``flask social init`` writes;
+    at run time the block's own ``authorizationURL``/``accessTokenURL`` are used.
+    """
+
+    #: The configuration block name that selects this provider, e.g. ``"github"``.
+    name: str
+    #: The heading of its docs section, e.g. ``"GitHub"``.
+    title: str
+    #: The name of the provider's class (generated when :attr:`code` is ``False``).
+    class_name: str
+    authorization_url: str | None
+    token_url: str
+    #: The built-in profile address (``None``: derived, or from OpenID Connect discovery).
+    profile_url: str | None = None
+    #: ``(pattern, template)`` pairs tried in order on ``accessTokenURL`` (query, fragment
+    #: and a trailing slash dropped): the first full match, expanded, is the profile address.
+    profile_url_from_token_url: tuple[tuple[str, str], ...] = ()
+    #: How the docs table shows a derived profile address.
+    profile_url_shown: str | None = None
+    #: Replaces the "apiURL is required" message when no address can be derived.
+    api_url_hint: str | None = None
+    #: The fixed OpenID Connect issuer.
+    issuer: str | None = None
+    #: ``(pattern, template)`` deriving a per-tenant issuer from ``accessTokenURL``.
+    issuer_from_token_url: tuple[str, str] | None = None
+    #: ``iss`` values its ID tokens may carry besides the issuer.
+    extra_id_token_issuers: frozenset[str] = frozenset()
+    scope: tuple[str, ...] = ()
+    scope_separator: str = " "
+    client_auth: TokenAuthMethod = "client_secret_post"
+    #: Whether the provider accepts a PKCE challenge (the flow always sends one).
+    pkce: bool = True
+    profile: ProfileFields
+    profile_method: Literal["GET", "POST"] = "GET"
+    #: A JSON body of the profile ``POST`` (Dropbox's RPC endpoints take ``null``).
+    profile_json_body: str | None = None
+    #: Query parameters of the profile request.
+    profile_params: tuple[Param, ...] = ()
+    #: Form fields of a profile ``POST`` (with :attr:`Quirk.TOKEN_IN_FORM_BODY`).
+    profile_form: tuple[Param, ...] = ()
+    #: Headers of every API call.
+    api_headers: Mapping[str, str] = field(default_factory=lambda: _EMPTY)
+    #: The field of the token answer that already holds the profile (Strava's ``athlete``).
+    profile_in_token_answer: str | None = None
+    email_list: EmailList | None = None
+    quirks: frozenset[Quirk] = frozenset()
+    #: Checks of the ``customProperties`` the provider reads.
+    property_rules: tuple[PropertyRule, ...] = ()
+    #: Base of relative URLs for API calls after sign-in.
+    api_base: str | None = None
+    #: RFC 7009 revocation endpoint, where the provider has one at a fixed address.
+    revocation_url: str | None = None
+    #: Extra entries of the block ``flask social init`` writes.
+    init_authorization_params: Mapping[str, str] = field(default_factory=lambda: _EMPTY)
+    init_custom_properties: Mapping[str, str] = field(default_factory=lambda: _EMPTY)
+    #: Whether the provider has a class with code of its own (else one is generated).
+    code: bool = False
+    #: What that code does, as the docs table lists it.
+    code_quirks: tuple[str, ...] = ()
+    #: The paragraph(s) of docs/providers.md (Markdown), before the ready block.
+    docs: str
+
+    @property
+    def openid_connect(self) -> bool:
+        """Whether the provider speaks OpenID Connect (has a fixed or derived issuer)."""
+        return self.issuer is not None or self.issuer_from_token_url is not None
+
+    @property
+    def rules(self) -> tuple[PropertyRule, ...]:
+        """Every ``customProperties`` check: :attr:`property_rules` and those its quirks imply."""
+        implied = []
+        if self.email_list is not None:
+            implied.append(PropertyRule("emailsURL", "url"))
+        if Quirk.DESCRIPTIVE_USER_AGENT in self.quirks:
+            implied.append(PropertyRule("userAgent", "line"))
+        return (*self.property_rules, *implied)
+
+    @property
+    def custom_properties(self) -> tuple[str, ...]:
+        """The ``customProperties`` keys the provider reads, in order."""
+        keys = [
+            param.property
+            for param in (*self.profile_params, *self.profile_form)
+            if param.property is not None
+        ]
+        keys += [rule.key for rule in self.rules]
+        return tuple(dict.fromkeys(keys))

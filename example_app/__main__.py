@@ -12,9 +12,14 @@ from .serve import run_example
 
 
 def _port(text: str) -> int:
-    value = int(text)
+    # ArgumentTypeError, not ValueError: argparse would name this function ("invalid _port
+    # value") instead of saying what a port is.
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
     if not 0 <= value <= 65535:
-        raise argparse.ArgumentTypeError("a port is a number from 0 to 65535")
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port (a number from 0 to 65535)")
     return value
 
 

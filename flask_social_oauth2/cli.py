@@ -1,17 +1,18 @@
 """The ``flask social`` command group: ``check``, ``providers`` and ``init``.
 
-:meth:`SocialOAuth2.init_app <flask_social_oauth2.SocialOAuth2.init_app>` adds the group to
-``app.cli``. Flask can only find a group the app registers once the app has loaded, so an app
-whose provider configuration fails in ``init_app`` would never reach ``flask social check``;
-the group is therefore also published as a ``flask.commands`` entry point, which Flask loads
-before the app. The commands load the app themselves and report a
-:class:`~flask_social_oauth2.errors.ConfigurationError` as a list of problems, not a traceback.
+The group is published as a ``flask.commands`` entry point, which Flask loads before the app,
+and only there (``init_app`` does not add it to ``app.cli``): so an app whose provider
+configuration fails in ``init_app`` still reaches ``flask social check``, which loads the app
+itself and reports a :class:`~flask_social_oauth2.errors.ConfigurationError` as a list of
+problems, not a traceback. In tests, invoke the group itself:
+``app.test_cli_runner().invoke(social_cli, ["check"])``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+import logging
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from typing import NoReturn
 from urllib.parse import urlsplit
 
@@ -20,93 +21,20 @@ from flask import Flask, current_app
 from flask.cli import AppGroup, ScriptInfo
 
 from .app_state import get_app_state
-from .config import load_settings
-from .errors import ConfigurationError, ConfigurationProblem, SocialOAuth2Error
-from .extension import redirect_url_problems, untrusted_host_warning
+from .checks import REPORTED_BY_CHECK, CheckReport, check_configuration, no_provider_warning
+from .errors import ConfigurationError, SocialOAuth2Error
 from .provider import OAuth2Provider, SocialProvider
 from .providers.docs import init_blocks
 from .settings import MASK, masked
 from .urls import is_loopback_host
 
+__all__ = ["CheckReport", "check_configuration", "social_cli"]
+
 social_cli = AppGroup("social", help="Check and list the OAuth2 sign-in providers.")
 
 
-@dataclass
-class CheckReport:
-    """What :func:`check_configuration` found.
-
-    :param errors: Problems that break sign-in; ``flask social check`` exits 1 for any.
-    :param warnings: Risky but working settings (e.g. a relative ``redirectURL`` without
-        ``TRUSTED_HOSTS``).
-    :param providers: The names of the configured providers.
-    """
-
-    errors: list[str] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
-    providers: list[str] = field(default_factory=list)
-
-    @property
-    def ok(self) -> bool:
-        """Whether no error was found."""
-        return not self.errors
-
-
-def check_configuration(app: Flask) -> CheckReport:
-    """Check the extension's configuration of ``app`` the way ``flask social check`` does.
-
-    Every provider block is read and validated again from the app's current configuration and
-    environment (``${VAR}`` references), each provider's class checks its settings, each
-    ``redirectURL`` must route to the authenticate endpoint of its own provider (the
-    specification's redirect URL rule), and ``SECRET_KEY`` must be set. Relative redirect URLs
-    without ``TRUSTED_HOSTS`` and plain-http redirect URLs to other hosts than loopback are
-    warnings.
-
-    :param app: An app on which ``init_app`` succeeded.
-    :raises SocialOAuth2Error: when the extension is not set up on ``app``.
-    """
-    state = get_app_state(app)
-    report = CheckReport(providers=list(state.providers))
-
-    def add_error(problem: ConfigurationProblem | str) -> None:
-        text = str(problem)
-        if text not in report.errors:
-            report.errors.append(text)
-
-    try:
-        load_settings(app.config)
-    except ConfigurationError as error:
-        for problem in error.problems:
-            add_error(problem)
-    for name, provider in state.providers.items():
-        for problem in type(provider).settings_problems(provider.settings):
-            add_error(ConfigurationProblem(name, problem.key, problem.message))
-    for problem in redirect_url_problems(app):
-        add_error(problem)
-    if not app.secret_key:
-        add_error("SECRET_KEY is not set: the sign-in state cookie and the session need it")
-
-    host_warning = untrusted_host_warning(app, state.providers)
-    if host_warning is not None:
-        report.warnings.append(host_warning)
-    for name, provider in state.providers.items():
-        parts = _split(provider.settings.redirect_url)
-        if parts is not None and parts[0] == "http" and not is_loopback_host(parts[1]):
-            report.warnings.append(
-                f"provider {name!r}, key 'redirectURL': plain http to a host that is not"
-                " loopback; the authorization code would travel unencrypted, use https"
-            )
-    if not state.providers:
-        report.warnings.append(
-            "no provider is configured: set SOCIAL_OAUTH2_PROVIDERS or SOCIAL_OAUTH2_PROVIDERS_FILE"
-        )
-    return report
-
-
-def _split(url: str) -> tuple[str, str] | None:
-    if url.startswith("/"):
-        return None
-    parts = urlsplit(url)
-    return parts.scheme.lower(), parts.hostname or ""
+def _counted(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
 # -- loading the app -------------------------------------------------------------------------
@@ -128,17 +56,32 @@ def _load_app() -> Flask:
         return app
     info = click.get_current_context().ensure_object(ScriptInfo)
     try:
-        return info.load_app()
+        with _without_warnings_the_check_reports():
+            return info.load_app()
     except ConfigurationError as error:
         for problem in error.problems:
             click.echo(f"error: {problem}", err=True)
-        count = len(error.problems)
         _fail(
-            f"{count} problem{'s' if count != 1 else ''}: the app failed to start"
+            f"{_counted(len(error.problems), 'problem')}: the app failed to start"
             " (SocialOAuth2.init_app refused its provider configuration)"
         )
     except SocialOAuth2Error as error:
         _fail(f"error: {error}")
+
+
+@contextmanager
+def _without_warnings_the_check_reports() -> Iterator[None]:
+    """``init_app`` logs some warnings that ``check`` prints itself: print them once."""
+    logger = logging.getLogger("flask_social_oauth2")
+
+    def keep(record: logging.LogRecord) -> bool:
+        return not getattr(record, REPORTED_BY_CHECK, False)
+
+    logger.addFilter(keep)
+    try:
+        yield
+    finally:
+        logger.removeFilter(keep)
 
 
 def _state_providers(app: Flask) -> Mapping[str, SocialProvider]:
@@ -165,15 +108,16 @@ def check_command(strict: bool) -> None:
         click.echo(f"error: {text}", err=True)
     for text in report.warnings:
         click.echo(f"warning: {text}", err=True)
-    count = len(report.providers)
-    summary = f"{count} provider{'s' if count != 1 else ''}"
+    summary = _counted(len(report.providers), "provider")
     if report.providers:
         summary += f" ({', '.join(report.providers)})"
+    errors, warnings = (
+        _counted(len(report.errors), "error"),
+        _counted(len(report.warnings), "warning"),
+    )
     if report.errors or (strict and report.warnings):
-        _fail(
-            f"failed: {len(report.errors)} error(s), {len(report.warnings)} warning(s) in {summary}"
-        )
-    note = f", {len(report.warnings)} warning(s)" if report.warnings else ""
+        _fail(f"failed: {errors}, {warnings} in {summary}")
+    note = f", {warnings}" if report.warnings else ""
     click.echo(f"ok: {summary}{note}")
 
 
@@ -189,8 +133,9 @@ def providers_command(host: str | None) -> None:
     at the provider. Secrets are masked."""
     app = _load_app()
     providers = _state_providers(app)
-    if not providers:
-        click.echo("no provider is configured")
+    empty = no_provider_warning(app, providers)
+    if empty is not None:
+        click.echo(empty)
         return
     for index, provider in enumerate(providers.values()):
         if index:

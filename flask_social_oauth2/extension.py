@@ -7,7 +7,6 @@ import logging
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Any, Final, TypeVar
-from urllib.parse import urlsplit
 
 from flask import (
     Blueprint,
@@ -22,11 +21,10 @@ from flask import (
 )
 from flask.typing import ResponseReturnValue
 from markupsafe import escape
-from werkzeug.exceptions import MethodNotAllowed, NotFound
-from werkzeug.routing import RequestRedirect
 
 from . import signals
 from .app_state import EXTENSION_KEY, AppState, get_app_state
+from .checks import REPORTED_BY_CHECK, redirect_url_problems, untrusted_host_warning
 from .config import load_settings
 from .errors import (
     AuthenticationError,
@@ -73,6 +71,9 @@ padding:0 1rem;color:#222}}h1{{font-size:1.4rem}}a{{color:#0b57d0}}</style></hea
 <body><h1>Sign-in failed</h1><p>{message}</p>
 <p><a href="/">Back to the start page</a></p></body></html>
 """
+_ERROR_PAGE_POLICY: Final = (
+    "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'"
+)
 
 
 class SocialOAuth2:
@@ -117,7 +118,7 @@ class SocialOAuth2:
         for key, value in _DEFAULTS.items():
             config.setdefault(key, value)
         options = _read_options(config)
-        settings = load_settings(config)
+        settings = load_settings(config, root_path=app.root_path)
         providers: dict[str, SocialProvider] = {}
         problems: list[ConfigurationProblem] = []
         for name, record in settings.items():
@@ -154,12 +155,15 @@ class SocialOAuth2:
             runtime=runtime,
         )
         if config["SOCIAL_OAUTH2_CHECK_REDIRECT_URLS"]:
+            early_problems = redirect_url_problems(app, routes_complete=False)
+            if early_problems:
+                del app.extensions[EXTENSION_KEY]
+                raise ConfigurationError(early_problems)
             app.before_request(_check_redirect_urls_once)
         app.register_error_handler(AuthenticationError, self._handle_authentication_error)
-        _warn_about_untrusted_hosts(app, providers)
-        from .cli import social_cli
-
-        app.cli.add_command(social_cli)
+        warning = untrusted_host_warning(app, providers)
+        if warning is not None:
+            logger.warning("%s", warning, extra={REPORTED_BY_CHECK: True})
 
     def _provider_class(
         self, name: str, configured: Mapping[str, Any], problems: list[ConfigurationProblem]
@@ -262,9 +266,14 @@ class SocialOAuth2:
     # -- the route ---------------------------------------------------------------------------
 
     def _authenticate_view(self, provider: str) -> ResponseReturnValue:
-        selected = get_app_state().providers.get(provider)
+        state = get_app_state()
+        selected = state.providers.get(provider)
         if selected is None:
             abort(404)
+        if state.redirect_problems:
+            problems = [p for p in state.redirect_problems if p.provider == selected.name]
+            if problems:
+                return _misconfigured_page(problems)
         try:
             if request.method == "POST":
                 info = _exchange_posted_code(selected)
@@ -290,9 +299,7 @@ class SocialOAuth2:
         else:
             page = _ERROR_PAGE.format(message=escape(error.public_message))
             response = make_response(page, error.status_code)
-            response.headers["Content-Security-Policy"] = (
-                "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'"
-            )
+            response.headers["Content-Security-Policy"] = _ERROR_PAGE_POLICY
         for header, value in FLOW_PAGE_HEADERS.items():
             response.headers.setdefault(header, value)
         return response
@@ -385,59 +392,29 @@ def _exchange_posted_code(provider: SocialProvider) -> OAuth2Info:
 
 
 def _check_redirect_urls_once() -> None:
+    """At the first request every route is known: log each redirect URL problem once; the
+    sign-in route of an affected provider then answers with :func:`_misconfigured_page`."""
     state = get_app_state()
     if state.redirect_problems is None:
         problems = tuple(redirect_url_problems(current_app._get_current_object()))  # type: ignore[attr-defined]
         state.redirect_problems = problems
         for problem in problems:
             logger.error("%s", problem)
-    if state.redirect_problems:
-        raise ConfigurationError(state.redirect_problems)
 
 
-def redirect_url_problems(app: Flask) -> list[ConfigurationProblem]:
-    """Check each provider's ``redirectURL`` path against the app's routes: it must route to the
-    authenticate endpoint (or a view of the app's own) for that provider's name."""
-    state = get_app_state(app)
-    adapter = app.url_map.bind(app.config.get("SERVER_NAME") or "localhost")
-    problems = []
-    for name, provider in state.providers.items():
-        path = urlsplit(provider.settings.redirect_url).path or "/"
-        expected = adapter.build(ENDPOINT, {"provider": name})
-        try:
-            endpoint, arguments = adapter.match(path, method="GET")
-        except RequestRedirect as moved:
-            message = f"path {path!r} redirects to {moved.new_url!r}; expected {expected!r}"
-        except (NotFound, MethodNotAllowed):
-            message = f"path {path!r} routes to no GET view; expected {expected!r}"
-        else:
-            routed = arguments.get("provider")
-            if routed is None and endpoint == ENDPOINT:
-                routed = name
-            if routed is None or routed == name:
-                continue
-            message = f"path {path!r} routes to provider {routed!r}; expected {expected!r}"
-        problems.append(ConfigurationProblem(name, "redirectURL", message))
-    return problems
-
-
-def untrusted_host_warning(app: Flask, providers: Mapping[str, SocialProvider]) -> str | None:
-    """The warning for providers with a relative ``redirectURL`` in an app without
-    ``TRUSTED_HOSTS`` (``SERVER_NAME`` does not restrict the accepted hosts since Flask 3.1),
-    or ``None``."""
-    relative = sorted(n for n, p in providers.items() if p.settings.redirect_url.startswith("/"))
-    if not relative or app.config.get("TRUSTED_HOSTS"):
-        return None
-    names = ", ".join(map(repr, relative))
-    return (
-        f"providers {names} have a relative redirectURL, resolved against the request's Host"
-        " header, but TRUSTED_HOSTS is not set: a forged Host header would change"
-        " the redirect_uri. Set TRUSTED_HOSTS to the app's host names (SERVER_NAME does not"
-        " restrict the accepted hosts since Flask 3.1)."
-    )
-
-
-def _warn_about_untrusted_hosts(app: Flask, providers: Mapping[str, SocialProvider]) -> None:
-    warning = untrusted_host_warning(app, providers)
-    if warning is not None:
-        logger.warning("%s", warning)
+def _misconfigured_page(problems: list[ConfigurationProblem]) -> Response:
+    """The 503 page of a sign-in route whose provider is misconfigured: the problem itself in
+    debug mode, a fixed sentence otherwise (the log names the problem)."""
+    if current_app.debug:
+        message = "This provider is misconfigured: " + "; ".join(map(str, problems))
+    else:
+        message = (
+            "Sign-in with this provider is not available: its configuration has an error,"
+            " which the server's log names."
+        )
+    page = _ERROR_PAGE.format(message=escape(message))
+    response = make_response(page, 503)
+    response.headers["Content-Security-Policy"] = _ERROR_PAGE_POLICY
+    for header, value in FLOW_PAGE_HEADERS.items():
+        response.headers.setdefault(header, value)
+    return response

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+import click
 import pytest
 import yaml
 from click.testing import CliRunner, Result
@@ -24,7 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def run(app: Flask, *args: str) -> Result:
-    return app.test_cli_runner().invoke(args=["social", *args])
+    return app.test_cli_runner().invoke(social_cli, list(args))
 
 
 def broken_app() -> Flask:
@@ -58,18 +62,19 @@ def test_check_lists_every_redirect_url_problem_and_exits_1(make_app: MakeApp) -
             "one": block_for("one", redirectURL="/nowhere"),
             "two": block_for("two", redirectURL="/authenticate/one"),
             "fine": block_for("fine"),
-        }
+        },
+        SOCIAL_OAUTH2_CHECK_REDIRECT_URLS=False,
     )
     result = run(app, "check")
     assert result.exit_code == 1
     errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
     assert errors == [
         "error: provider 'one', key 'redirectURL': path '/nowhere' routes to no GET view;"
-        " expected '/authenticate/one'",
+        " expected '/authenticate/one', from the mounted rule '/authenticate/<provider>'",
         "error: provider 'two', key 'redirectURL': path '/authenticate/one' routes to provider"
-        " 'one'; expected '/authenticate/two'",
+        " 'one'; expected '/authenticate/two', from the mounted rule '/authenticate/<provider>'",
     ]
-    assert "failed: 2 error(s), 0 warning(s) in 3 providers (one, two, fine)" in result.stderr
+    assert "failed: 2 errors, 0 warnings in 3 providers (one, two, fine)" in result.stderr
     assert result.stdout == ""
 
 
@@ -87,10 +92,10 @@ def test_check_warns_about_relative_redirect_urls_without_trusted_hosts(
         "warning: providers 'a', 'b' have a relative redirectURL, resolved against the"
         " request's Host header, but TRUSTED_HOSTS is not set" in result.stderr
     )
-    assert result.stdout == "ok: 2 providers (b, a), 1 warning(s)\n"
+    assert result.stdout == "ok: 2 providers (b, a), 1 warning\n"
     strict = run(app, "check", "--strict")
     assert strict.exit_code == 1
-    assert "failed: 0 error(s), 1 warning(s)" in strict.stderr
+    assert "failed: 0 errors, 1 warning in 2 providers (b, a)" in strict.stderr
 
 
 def test_check_warns_about_plain_http_redirect_urls_and_no_providers(make_app: MakeApp) -> None:
@@ -105,7 +110,7 @@ def test_check_warns_about_plain_http_redirect_urls_and_no_providers(make_app: M
     empty = run(make_app(), "check")
     assert empty.exit_code == 0
     assert "warning: no provider is configured" in empty.stderr
-    assert empty.stdout == "ok: 0 providers, 1 warning(s)\n"
+    assert empty.stdout == "ok: 0 providers, 1 warning\n"
 
 
 def test_check_validates_the_blocks_again_with_the_current_environment(
@@ -150,12 +155,10 @@ def test_check_reports_an_app_whose_init_app_fails_without_a_traceback() -> None
 
 
 def test_flask_finds_the_group_before_the_app_loads_through_the_plugin_entry_point() -> None:
-    """``flask --app broken social check``: Flask looks plugin commands (the
-    ``flask.commands`` entry point) up before it loads the app, which is what lets the command
+    """``flask --app broken social check``: Flask loads plugin commands (the installed
+    ``flask.commands`` entry point) before it loads the app, which is what lets the command
     report a configuration that fails in init_app."""
     cli = FlaskGroup(create_app=broken_app, load_dotenv=False)
-    cli._loaded_plugin_commands = True  # as if the entry point had been loaded
-    cli.add_command(social_cli)
     result = CliRunner().invoke(cli, ["social", "check"])
     assert result.exit_code == 1
     assert "3 problems: the app failed to start" in result.stderr
@@ -179,9 +182,77 @@ def test_check_on_an_app_without_the_extension_is_a_clear_error() -> None:
     assert "flask-social-oauth2 is not set up on app 'bare'" in result.stderr
 
 
-def test_the_app_group_is_registered_by_init_app(make_app: MakeApp) -> None:
-    app = make_app()
-    assert app.cli.commands["social"] is social_cli
+def test_init_app_leaves_the_group_to_the_entry_point(make_app: MakeApp) -> None:
+    app = make_app({"example": block_for("example")})
+    assert "social" not in app.cli.commands
+    cli = FlaskGroup(create_app=lambda: app, load_dotenv=False)
+    assert (
+        cli.list_commands(click.Context(cli, obj=ScriptInfo(create_app=lambda: app))).count(
+            "social"
+        )
+        == 1
+    )
+    result = CliRunner().invoke(cli, ["social", "check"])
+    assert result.exit_code == 0, result.output
+    assert result.stdout == "ok: 1 provider (example)\n"
+
+
+# -- the real ``flask`` command ------------------------------------------------------------------
+
+SHELL_APP = """\
+from flask import Flask
+
+from flask_social_oauth2 import SocialOAuth2
+
+app = Flask(__name__)
+app.config.update(SECRET_KEY="k", SOCIAL_OAUTH2_PROVIDERS_FILE="providers.yaml")
+SocialOAuth2(app)
+"""
+
+
+def flask_in_a_shell(
+    tmp_path: Path, redirect_url: str, *args: str
+) -> subprocess.CompletedProcess[str]:
+    """``flask --app <dir>/app.py ARGS`` from another directory, as a user runs it."""
+    app_dir = tmp_path / "project"
+    app_dir.mkdir()
+    (app_dir / "app.py").write_text(SHELL_APP, encoding="utf-8")
+    block = block_for("github", redirectURL=redirect_url)
+    (app_dir / "providers.yaml").write_text(yaml.safe_dump({"github": block}), encoding="utf-8")
+    environ = {key: value for key, value in os.environ.items() if not key.startswith("FLASK_")}
+    return subprocess.run(
+        [sys.executable, "-m", "flask", "--app", str(app_dir / "app.py"), *args],
+        cwd=tmp_path,
+        env=environ,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+def test_flask_social_check_prints_each_warning_once(tmp_path: Path) -> None:
+    result = flask_in_a_shell(tmp_path, "/authenticate/github", "social", "check")
+    assert result.returncode == 0, result.stderr
+    assert result.stderr.count("relative redirectURL") == 1, result.stderr
+    assert result.stderr.startswith("warning: provider 'github' has a relative redirectURL")
+    assert result.stdout == "ok: 1 provider (github), 1 warning\n"
+
+
+def test_flask_social_check_names_provider_key_and_rule_of_a_redirect_url_typo(
+    tmp_path: Path,
+) -> None:
+    result = flask_in_a_shell(tmp_path, "/authenticat/github", "social", "check")
+    assert result.returncode == 1
+    assert result.stderr.splitlines() == [
+        "error: provider 'github', key 'redirectURL': path '/authenticat/github' routes to no"
+        " GET view; expected '/authenticate/github', from the mounted rule"
+        " '/authenticate/<provider>' (a view of the app's own for this path must be registered"
+        " before init_app)",
+        "1 problem: the app failed to start (SocialOAuth2.init_app refused its provider"
+        " configuration)",
+    ]
+    assert CLIENT_SECRET not in result.stderr + result.stdout
 
 
 # -- providers -----------------------------------------------------------------------------------
@@ -248,7 +319,9 @@ def test_providers_shows_an_absolute_redirect_url_as_it_is(make_app: MakeApp) ->
     url = "https://app.example/authenticate/x"
     result = run(make_app({"x": valid_block(redirectURL=url)}), "providers")
     assert f"  redirect URL:   {url}\n" in result.stdout
-    assert run(make_app(), "providers").stdout == "no provider is configured\n"
+    assert run(make_app(), "providers").stdout == (
+        "no provider is configured: set SOCIAL_OAUTH2_PROVIDERS or SOCIAL_OAUTH2_PROVIDERS_FILE\n"
+    )
 
 
 def test_providers_reports_a_failing_configuration() -> None:

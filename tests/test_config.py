@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from flask import Flask
 from helpers import valid_block
 
-from flask_social_oauth2.config import load_settings, load_yaml_blocks
+from flask_social_oauth2 import SocialOAuth2
+from flask_social_oauth2.config import load_settings, load_yaml_blocks, providers_file
 from flask_social_oauth2.errors import ConfigurationError
 
 BLOCK_YAML = """\
@@ -226,3 +230,172 @@ def test_a_thousand_providers_load(tmp_path: Path) -> None:
     settings = load_yaml(tmp_path, text)
     assert len(settings) == 1000
     assert settings["p999"].client_id == "id999"
+
+
+# -- anchors and aliases (alias bombs) -----------------------------------------------------------
+
+
+def alias_bomb() -> str:
+    """Nine maps of nine references each: about 400 million strings once expanded."""
+    lines = ["a: &a {" + ", ".join(f'k{i}: "${{X}}"' for i in range(9)) + "}"]
+    for level in range(1, 9):
+        previous, name = chr(ord("a") + level - 1), chr(ord("a") + level)
+        lines.append(
+            f"{name}: &{name} {{" + ", ".join(f"k{i}: *{previous}" for i in range(9)) + "}"
+        )
+    lines.append("bomb: {customProperties: *i}")
+    return "\n".join(lines) + "\n"
+
+
+BOMB_RUNNER = """\
+import resource, sys, time
+resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+from flask_social_oauth2.config import load_settings
+from flask_social_oauth2.errors import ConfigurationError
+started = time.perf_counter()
+try:
+    load_settings({"SOCIAL_OAUTH2_PROVIDERS_FILE": sys.argv[1]}, {"X": "x" * 64})
+except ConfigurationError as error:
+    print(f"{time.perf_counter() - started:.3f}")
+    print(error)
+"""
+
+
+def test_an_alias_bomb_is_refused_within_a_second_under_1_gib(tmp_path: Path) -> None:
+    bomb = alias_bomb()
+    assert len(bomb.encode()) < 1024
+    path = write(tmp_path, bomb)
+    result = subprocess.run(
+        [sys.executable, "-c", BOMB_RUNNER, str(path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    seconds, message = result.stdout.splitlines()
+    assert float(seconds) < 1
+    assert message == (
+        "YAML anchors and aliases are not allowed in a providers file; found the anchor '&a'"
+        f" ({path}, line 1)"
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "found", "line"),
+    [
+        ("x: &base {clientID: a}\n", "the anchor '&base'", 1),
+        ("github:\n  clientID: abc\n  clientSecret: *secret\n", "the alias '*secret'", 3),
+    ],
+)
+def test_anchors_and_aliases_are_refused_with_file_and_line(
+    tmp_path: Path, text: str, found: str, line: int
+) -> None:
+    with pytest.raises(ConfigurationError) as error:
+        load_yaml(tmp_path, text)
+    assert messages(error) == [
+        f"YAML anchors and aliases are not allowed in a providers file; found {found}"
+        f" ({tmp_path / 'providers.yaml'}, line {line})"
+    ]
+
+
+def test_ampersands_and_stars_in_values_are_not_anchors(tmp_path: Path) -> None:
+    text = BLOCK_YAML.format(client_id="'a&b*c'", scope='"x*"').replace(
+        "/authorize", "/authorize?a=1&b=*"
+    )
+    settings = load_yaml(tmp_path, text)
+    assert settings["github"].client_id == "a&b*c"
+    assert settings["github"].authorization_url.endswith("?a=1&b=*")
+
+
+def test_a_deep_map_in_the_python_configuration_is_not_walked() -> None:
+    deep: dict[str, Any] = {"value": "${MISSING}"}
+    for _ in range(5000):
+        deep = {"inner": deep}
+    with pytest.raises(ConfigurationError) as error:
+        load_settings({"SOCIAL_OAUTH2_PROVIDERS": {"x": valid_block(customProperties=deep)}}, {})
+    assert "MISSING" not in str(error.value)
+    assert "key 'customProperties'" in str(error.value)
+
+
+# -- a key or a provider given twice -------------------------------------------------------------
+
+TWICE_YAML = """\
+github:
+  clientID: abc
+  clientSecret: "${GITHUB_SECRET}"
+  clientSecret: "${OTHER_SECRET}"
+  customProperties:
+    team: a
+    team: b
+gitlab:
+  clientID: abc
+github:
+  clientID: def
+"""
+
+
+def test_a_provider_or_a_key_given_twice_names_both_lines(tmp_path: Path) -> None:
+    with pytest.raises(ConfigurationError) as error:
+        load_yaml(tmp_path, TWICE_YAML, {"GITHUB_SECRET": "one", "OTHER_SECRET": "two"})
+    path = tmp_path / "providers.yaml"
+    assert messages(error) == [
+        f"provider 'github', key 'clientSecret': is given twice, at lines 3 and 4 ({path}, line 4)",
+        f"provider 'github', key 'customProperties.team': is given twice, at lines 6 and 7"
+        f" ({path}, line 7)",
+        f"provider 'github': is given twice, at lines 1 and 10 ({path}, line 10)",
+    ]
+    assert "one" not in str(error.value).split()
+    assert "two" not in str(error.value).split()
+
+
+def test_a_key_given_twice_is_found_before_the_environment_is_read(tmp_path: Path) -> None:
+    """The check is on the file as written: a missing variable does not hide it, and an
+    expanded value that looks like YAML never adds a key."""
+    with pytest.raises(ConfigurationError, match=r"at lines 3 and 4"):
+        load_yaml(tmp_path, TWICE_YAML, {})
+    text = BLOCK_YAML.format(client_id="abc", scope="user")
+    settings = load_yaml(tmp_path, text, {"GITHUB_SECRET": "s\nclientID: injected"})
+    assert settings["github"].client_id == "abc"
+    assert settings["github"].client_secret == "s\nclientID: injected"
+
+
+# -- a relative providers file -------------------------------------------------------------------
+
+
+def test_a_relative_providers_file_is_resolved_against_the_app_root_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path / "app"
+    (root / "config").mkdir(parents=True)
+    (root / "config" / "providers.yaml").write_text(
+        BLOCK_YAML.format(client_id="abc", scope="user"), encoding="utf-8"
+    )
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("GITHUB_SECRET", "x")
+    app = Flask("relative", root_path=str(root))
+    app.config.update(SECRET_KEY="k", SOCIAL_OAUTH2_PROVIDERS_FILE="config/providers.yaml")
+    SocialOAuth2(app)
+    assert list(app.extensions["social_oauth2"].providers) == ["github"]
+    assert providers_file(app.config) == root / "config" / "providers.yaml"
+
+
+def test_a_missing_relative_providers_file_names_the_resolved_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    app = Flask("relative", root_path=str(tmp_path / "app"))
+    app.config.update(SECRET_KEY="k", SOCIAL_OAUTH2_PROVIDERS_FILE="../app/./providers.yaml")
+    with pytest.raises(ConfigurationError) as error:
+        SocialOAuth2(app)
+    resolved = tmp_path / "app" / "providers.yaml"
+    assert str(error.value) == (
+        f"cannot read providers file: No such file or directory ({resolved})"
+    )
+
+
+@pytest.mark.parametrize("value", [42, ["providers.yaml"]])
+def test_a_providers_file_that_is_not_a_path_is_a_configuration_error(value: Any) -> None:
+    with pytest.raises(ConfigurationError) as error:
+        load_settings({"SOCIAL_OAUTH2_PROVIDERS_FILE": value}, {})
+    assert str(error.value).startswith("key 'SOCIAL_OAUTH2_PROVIDERS_FILE': must be a path")

@@ -21,7 +21,9 @@ from flask.testing import FlaskClient
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from example_app import PROVIDERS_FILE, create_app, select_blocks
+from example_app.__main__ import main as example_main
 from example_app.serve import CLIENT_ID, run_example
+from flask_social_oauth2.cli import social_cli
 from flask_social_oauth2.config import load_yaml_blocks
 from flask_social_oauth2.errors import ConfigurationError
 from flask_social_oauth2.local_idp import LocalIdentityProvider, LocalUser
@@ -181,10 +183,10 @@ def test_failures_show_the_error_page(
 def test_flask_social_commands_on_the_example() -> None:
     with run_example(0, 0) as running:
         runner = running.app.test_cli_runner()
-        check = runner.invoke(args=["social", "check"])
+        check = runner.invoke(social_cli, ["check"])
         assert check.exit_code == 0, check.output
         assert check.stdout == "ok: 1 provider (local)\n"
-        listing = runner.invoke(args=["social", "providers"]).stdout
+        listing = runner.invoke(social_cli, ["providers"]).stdout
         assert f"  redirect URL:   {running.url}authenticate/local\n" in listing
         assert f"  profile:        {running.idp.userinfo_url}\n" in listing
 
@@ -230,6 +232,22 @@ def test_python_m_example_app_prints_where_to_go_and_serves() -> None:
         out, err = process.communicate(timeout=20)
     assert process.returncode == 0, err
     assert "Stopped." in out
+
+
+@pytest.mark.parametrize(
+    ("option", "value"), [("--port", "abc"), ("--idp-port", "5e3"), ("--port", "70000")]
+)
+def test_a_bad_port_is_a_usage_error_naming_the_option(
+    option: str, value: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        example_main([option, value])
+    assert exit_.value.code == 2
+    message = capsys.readouterr().err.splitlines()[-1]
+    assert message == (
+        f"python -m example_app: error: argument {option}: {value!r} is not a port"
+        " (a number from 0 to 65535)"
+    )
 
 
 def test_a_taken_port_is_a_clear_message() -> None:

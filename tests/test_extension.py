@@ -1,4 +1,4 @@
-"""SocialOAuth2: init_app, the registry, the route and the redirect URL rule."""
+"""SocialOAuth2: init_app, the registry and the route (the redirect URL rule: test_checks)."""
 
 from __future__ import annotations
 
@@ -164,79 +164,6 @@ def test_provider_classes_argument() -> None:
     app.config.update(SECRET_KEY="k", SOCIAL_OAUTH2_PROVIDERS={"s": block_for("s")})
     SocialOAuth2(app, provider_classes={"s": Special})
     assert type(app.extensions["social_oauth2"].providers["s"]) is Special
-
-
-# -- the redirect URL rule ----------------------------------------------------------------------
-
-
-def test_redirect_url_rule_accepts_matching_paths(make_app: MakeApp) -> None:
-    app = make_app(
-        {
-            "relative": block_for("relative"),
-            "absolute": valid_block(redirectURL="https://app.example/authenticate/absolute"),
-        }
-    )
-    social = app.extensions["social_oauth2"].extension
-    assert social.check_app(app) == []
-    assert app.test_client().get("/").status_code == 200
-
-
-@pytest.mark.parametrize(
-    ("redirect_url", "message"),
-    [
-        ("/authenticate/other", "routes to provider 'other'; expected '/authenticate/example'"),
-        ("/nowhere", "routes to no GET view; expected '/authenticate/example'"),
-        ("https://app.example/auth/example", "routes to no GET view"),
-    ],
-)
-def test_redirect_url_rule_names_provider_and_expected_url(
-    make_app: MakeApp, redirect_url: str, message: str
-) -> None:
-    app = make_app({"example": valid_block(redirectURL=redirect_url)})
-    social = app.extensions["social_oauth2"].extension
-    (problem,) = social.check_app(app)
-    assert str(problem).startswith("provider 'example', key 'redirectURL': path")
-    assert message in str(problem)
-
-
-def test_redirect_url_rule_is_checked_at_the_first_request(make_app: MakeApp) -> None:
-    app = make_app({"example": valid_block(redirectURL="/callback/example")})
-    with pytest.raises(ConfigurationError, match="routes to no GET view"):
-        app.test_client().get("/")
-
-
-def test_views_registered_after_init_app_count(make_app: MakeApp) -> None:
-    app = make_app({"example": valid_block(redirectURL="/callback/example")})
-
-    @app.get("/callback/<provider>")
-    def callback(provider: str) -> str:
-        return provider
-
-    assert app.test_client().get("/").status_code == 200
-
-
-def test_redirect_url_check_can_be_turned_off(make_app: MakeApp) -> None:
-    app = make_app(
-        {"example": valid_block(redirectURL="/nowhere")}, SOCIAL_OAUTH2_CHECK_REDIRECT_URLS=False
-    )
-    assert app.test_client().get("/").status_code == 200
-
-
-def test_relative_redirect_without_trusted_hosts_warns_once(
-    caplog: pytest.LogCaptureFixture,
-) -> None:
-    app = Flask("x")
-    app.config.update(SECRET_KEY="k", SOCIAL_OAUTH2_PROVIDERS={"e": block_for("e")})
-    with caplog.at_level(logging.WARNING, logger="flask_social_oauth2"):
-        SocialOAuth2(app)
-    (record,) = caplog.records
-    assert "TRUSTED_HOSTS" in record.getMessage()
-
-
-def test_no_warning_with_trusted_hosts(caplog: pytest.LogCaptureFixture, make_app: MakeApp) -> None:
-    with caplog.at_level(logging.WARNING, logger="flask_social_oauth2"):
-        make_app({"e": block_for("e")})
-    assert caplog.records == []
 
 
 # -- with_settings ------------------------------------------------------------------------------

@@ -1,0 +1,199 @@
+"""Checks of an app's provider configuration beyond one block: the redirect URL rule, hosts.
+
+:meth:`SocialOAuth2.init_app <flask_social_oauth2.SocialOAuth2.init_app>` runs them as the app
+is set up (and the redirect URL rule again at the first request, when every route is known),
+and ``flask social check`` runs all of them through :func:`check_configuration`.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Final
+from urllib.parse import urlsplit
+
+from flask import Flask
+from werkzeug.exceptions import MethodNotAllowed, NotFound
+from werkzeug.routing import RequestRedirect
+
+from .app_state import get_app_state
+from .config import load_settings, providers_file
+from .errors import ConfigurationError, ConfigurationProblem
+from .urls import is_loopback_host
+
+if TYPE_CHECKING:
+    from .provider import SocialProvider
+
+#: Set on the log records of warnings that :func:`check_configuration` reports too, so that
+#: ``flask social check`` can print each warning once.
+REPORTED_BY_CHECK: Final = "social_oauth2_reported_by_check"
+
+#: How alike each path segment must be to the expected one to count as a typo of it.
+_TYPO_SIMILARITY: Final = 0.75
+
+
+@dataclass
+class CheckReport:
+    """What :func:`check_configuration` found.
+
+    :param errors: Problems that break sign-in; ``flask social check`` exits 1 for any.
+    :param warnings: Risky but working settings (e.g. a relative ``redirectURL`` without
+        ``TRUSTED_HOSTS``).
+    :param providers: The names of the configured providers.
+    """
+
+    errors: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    providers: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        """Whether no error was found."""
+        return not self.errors
+
+
+def check_configuration(app: Flask) -> CheckReport:
+    """Check the extension's configuration of ``app`` the way ``flask social check`` does.
+
+    Every provider block is read and validated again from the app's current configuration and
+    environment (``${VAR}`` references), each provider's class checks its settings, each
+    ``redirectURL`` must route to the authenticate endpoint of its own provider (the
+    specification's redirect URL rule), and ``SECRET_KEY`` must be set. Relative redirect URLs
+    without ``TRUSTED_HOSTS``, plain-http redirect URLs to other hosts than loopback and an
+    empty configuration are warnings.
+
+    :param app: An app on which ``init_app`` succeeded.
+    :raises SocialOAuth2Error: when the extension is not set up on ``app``.
+    """
+    state = get_app_state(app)
+    report = CheckReport(providers=list(state.providers))
+
+    def add(texts: list[str], problem: ConfigurationProblem | str) -> None:
+        text = str(problem)
+        if text not in texts:
+            texts.append(text)
+
+    try:
+        load_settings(app.config, root_path=app.root_path)
+    except ConfigurationError as error:
+        for problem in error.problems:
+            add(report.errors, problem)
+    for name, provider in state.providers.items():
+        for problem in type(provider).settings_problems(provider.settings):
+            add(report.errors, ConfigurationProblem(name, problem.key, problem.message))
+    for problem in redirect_url_problems(app):
+        add(report.errors, problem)
+    if not app.secret_key:
+        add(
+            report.errors, "SECRET_KEY is not set: the sign-in state cookie and the session need it"
+        )
+    for warning in configuration_warnings(app, state.providers):
+        add(report.warnings, warning)
+    empty = no_provider_warning(app, state.providers)
+    if empty is not None:
+        add(report.warnings, empty)
+    return report
+
+
+def redirect_url_problems(
+    app: Flask, *, routes_complete: bool = True
+) -> list[ConfigurationProblem]:
+    """Check each provider's ``redirectURL`` path against the app's routes: it must route to the
+    authenticate endpoint (or a view of the app's own) for that provider's name.
+
+    :param routes_complete: ``False`` while the app is still being set up: a view of the app's
+        own registered later may serve a path that routes nowhere yet, so such a path is a
+        problem only when it looks like a typo of the path the mounted rule expects
+        (``/authenticat/github`` for ``/authenticate/github``).
+    """
+    state = get_app_state(app)
+    adapter = app.url_map.bind(app.config.get("SERVER_NAME") or "localhost")
+    rule = next((r.rule for r in app.url_map.iter_rules(state.endpoint)), "?")
+    problems = []
+    for name, provider in state.providers.items():
+        path = urlsplit(provider.settings.redirect_url).path or "/"
+        expected = adapter.build(state.endpoint, {"provider": name})
+        # Routing to another provider's sign-in is wrong whatever is registered later.
+        settled = False
+        try:
+            endpoint, arguments = adapter.match(path, method="GET")
+        except RequestRedirect as moved:
+            message = f"path {path!r} redirects to {moved.new_url!r}"
+        except (NotFound, MethodNotAllowed):
+            message = f"path {path!r} routes to no GET view"
+        else:
+            routed = arguments.get("provider")
+            if routed is None and endpoint == state.endpoint:
+                routed = name
+            if routed is None or routed == name:
+                continue
+            message = f"path {path!r} routes to provider {routed!r}"
+            settled = True
+        if not (routes_complete or settled or _looks_like_a_typo(path, expected)):
+            continue
+        message += f"; expected {expected!r}, from the mounted rule {rule!r}"
+        if not (routes_complete or settled):
+            message += " (a view of the app's own for this path must be registered before init_app)"
+        problems.append(ConfigurationProblem(name, "redirectURL", message))
+    return problems
+
+
+def _looks_like_a_typo(path: str, expected: str) -> bool:
+    got = path.lower().strip("/").split("/")
+    wanted = expected.lower().strip("/").split("/")
+    return len(got) == len(wanted) and all(
+        difflib.SequenceMatcher(None, a, b).ratio() >= _TYPO_SIMILARITY
+        for a, b in zip(got, wanted, strict=True)
+    )
+
+
+def configuration_warnings(app: Flask, providers: Mapping[str, SocialProvider]) -> list[str]:
+    """Risky but working settings: a relative ``redirectURL`` without ``TRUSTED_HOSTS``, a
+    plain-http ``redirectURL`` to a host that is not loopback."""
+    warnings = []
+    host_warning = untrusted_host_warning(app, providers)
+    if host_warning is not None:
+        warnings.append(host_warning)
+    for name, provider in providers.items():
+        url = provider.settings.redirect_url
+        if url.startswith("/"):
+            continue
+        parts = urlsplit(url)
+        if parts.scheme.lower() == "http" and not is_loopback_host(parts.hostname or ""):
+            warnings.append(
+                f"provider {name!r}, key 'redirectURL': plain http to a host that is not"
+                " loopback; the authorization code would travel unencrypted, use https"
+            )
+    return warnings
+
+
+def untrusted_host_warning(app: Flask, providers: Mapping[str, SocialProvider]) -> str | None:
+    """The warning for providers with a relative ``redirectURL`` in an app without
+    ``TRUSTED_HOSTS`` (``SERVER_NAME`` does not restrict the accepted hosts since Flask 3.1),
+    or ``None``."""
+    relative = sorted(n for n, p in providers.items() if p.settings.redirect_url.startswith("/"))
+    if not relative or app.config.get("TRUSTED_HOSTS"):
+        return None
+    names = ", ".join(map(repr, relative))
+    who = f"provider {names} has" if len(relative) == 1 else f"providers {names} have"
+    return (
+        f"{who} a relative redirectURL, resolved against the request's Host"
+        " header, but TRUSTED_HOSTS is not set: a forged Host header would change"
+        " the redirect_uri. Set TRUSTED_HOSTS to the app's host names (SERVER_NAME does not"
+        " restrict the accepted hosts since Flask 3.1)."
+    )
+
+
+def no_provider_warning(app: Flask, providers: Mapping[str, SocialProvider]) -> str | None:
+    """The warning for an app without any provider, saying where none was found, or ``None``
+    when a provider is configured."""
+    if providers:
+        return None
+    try:
+        path = providers_file(app.config, app.root_path)
+    except ConfigurationError:
+        path = None
+    if path is not None:
+        return f"no provider is configured: the providers file {str(path)!r} has no block"
+    return "no provider is configured: set SOCIAL_OAUTH2_PROVIDERS or SOCIAL_OAUTH2_PROVIDERS_FILE"

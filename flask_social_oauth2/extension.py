@@ -61,6 +61,7 @@ _DEFAULTS: Final[Mapping[str, Any]] = MappingProxyType(
         "SOCIAL_OAUTH2_STATE_COOKIE_PATH": "/",
         "SOCIAL_OAUTH2_SESSION_KEY": "social_profile",
         "SOCIAL_OAUTH2_CHECK_REDIRECT_URLS": True,
+        "SOCIAL_OAUTH2_DISCOVERY_FAILURE_TTL": 30,
     }
 )
 _ERROR_PAGE: Final = """<!doctype html>
@@ -146,6 +147,7 @@ class SocialOAuth2:
             ),
             timeout=options["timeout"],
             max_response_bytes=options["max_bytes"],
+            discovery_failure_ttl=options["discovery_failure_ttl"],
         )
         app.extensions[EXTENSION_KEY] = AppState(
             extension=self,
@@ -341,6 +343,7 @@ def _read_options(config: Mapping[str, Any]) -> dict[str, Any]:
         "timeout": number("SOCIAL_OAUTH2_TIMEOUT", float, 0.1),
         "state_ttl": number("SOCIAL_OAUTH2_STATE_TTL", int, 10),
         "max_bytes": number("SOCIAL_OAUTH2_MAX_RESPONSE_BYTES", int, 1024),
+        "discovery_failure_ttl": number("SOCIAL_OAUTH2_DISCOVERY_FAILURE_TTL", float, 0),
         "rule": config["SOCIAL_OAUTH2_URL_RULE"],
     }
     rule = options["rule"]

@@ -16,12 +16,13 @@ from typing import Any, ClassVar, Final, Literal, Self
 
 from flask import Response, current_app, g, request
 
-from . import flow, oidc, state_cookie
+from . import discovery, flow, id_token, state_cookie
 from .errors import (
     AccessDeniedError,
     AuthenticationError,
     ConfigurationError,
     ConfigurationProblem,
+    DiscoveryError,
     InvalidCallbackError,
     ProfileRetrievalError,
     ProviderRefusedError,
@@ -143,7 +144,7 @@ class OAuth2Provider(SocialProvider):
     profile_fields: ClassVar[ProfileFields] = OPENID_FIELDS
     #: Whether the provider speaks OpenID Connect: when the scope asks for ``openid``, its
     #: discovery document is read from :meth:`default_issuer_for` and its ID tokens verified,
-    #: as for a block with ``customProperties.issuer`` (see :mod:`flask_social_oauth2.oidc`).
+    #: as for a block with ``customProperties.issuer`` (see :mod:`flask_social_oauth2.discovery`).
     openid_connect: ClassVar[bool] = False
     #: The issuer of an OpenID Connect provider with one fixed issuer.
     default_issuer: ClassVar[str | None] = None
@@ -179,7 +180,8 @@ class OAuth2Provider(SocialProvider):
                 )
             )
         verifies = issuer is not None and "openid" in (settings.scope or "").split()
-        problems.extend(oidc.settings_problems(settings, verifies=verifies))
+        problems.extend(discovery.settings_problems(settings))
+        problems.extend(id_token.settings_problems(settings, verifies=verifies))
         return problems
 
     @classmethod
@@ -231,7 +233,7 @@ class OAuth2Provider(SocialProvider):
         """The OpenID Connect issuer of ``settings``: ``customProperties.issuer`` (or the one
         ``customProperties.discoveryURL`` implies); else, when the scope asks for ``openid``,
         :meth:`default_issuer_for`; ``None`` when the provider is used as plain OAuth 2.0."""
-        configured = oidc.configured_issuer(settings)
+        configured = discovery.configured_issuer(settings)
         if configured is not None:
             return configured
         if "openid" in (settings.scope or "").split():
@@ -243,14 +245,28 @@ class OAuth2Provider(SocialProvider):
         """The provider's OpenID Connect issuer (see :meth:`issuer_for`), or ``None``."""
         return self._issuer
 
-    def openid_metadata(self) -> oidc.ProviderMetadata | None:
+    def openid_metadata(self) -> discovery.ProviderMetadata | None:
         """The provider's discovery document (cached per process, fetched on first use), or
         ``None`` when it has no issuer. Needs an app context.
 
         :raises DiscoveryError: when it cannot be fetched or names another issuer.
         """
         issuer = self.issuer
-        return None if issuer is None else oidc.provider_metadata(self, issuer)
+        if issuer is None:
+            return None
+        return discovery.provider_metadata(self.openid_source(), self.settings, issuer)
+
+    def openid_source(self) -> discovery.Source:
+        """How discovery and ID token checks reach this provider's documents: GET requests
+        with the app's timeout and size cap, and the app's
+        ``SOCIAL_OAUTH2_DISCOVERY_FAILURE_TTL``. Needs an app context."""
+        return discovery.Source(
+            self.name, self._get_document, current_runtime().discovery_failure_ttl
+        )
+
+    def _get_document(self, url: str, *, step: str) -> ProviderResponse:
+        headers = {"Accept": "application/json"}
+        return self.send("GET", url, step=step, error=DiscoveryError, headers=headers)
 
     def authorization_endpoint(self) -> str | None:
         """``authorizationURL``, else the discovered ``authorization_endpoint``."""
@@ -403,7 +419,14 @@ class OAuth2Provider(SocialProvider):
         if issuer is None or not self.uses_nonce():
             return info
         nonce = pending.nonce if pending is not None else None
-        return oidc.verify_token_response(self, info, issuer, nonce=nonce)
+        return id_token.verify_token_response(
+            self.openid_source(),
+            self.settings,
+            info,
+            issuer,
+            nonce=nonce,
+            extra_issuers=self.extra_id_token_issuers,
+        )
 
     def exchange_code(self, code: str, *, redirect_uri: str, verifier: str | None) -> OAuth2Info:
         """The token request (RFC 6749 4.1.3), with the identical ``redirect_uri``.
@@ -476,8 +499,15 @@ class OAuth2Provider(SocialProvider):
         issuer = self.issuer
         if issuer is not None and renewed.params.get("id_token") is not None:
             subject = info.id_token_claims.get("sub") if info.id_token_claims else None
-            renewed = oidc.verify_token_response(
-                self, renewed, issuer, nonce=None, required=False, subject=subject
+            renewed = id_token.verify_token_response(
+                self.openid_source(),
+                self.settings,
+                renewed,
+                issuer,
+                nonce=None,
+                required=False,
+                subject=subject,
+                extra_issuers=self.extra_id_token_issuers,
             )
         elif info.id_token_claims is not None:
             renewed = dataclasses.replace(renewed, id_token_claims=info.id_token_claims)

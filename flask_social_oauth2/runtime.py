@@ -28,6 +28,9 @@ class Runtime:
     timeout: float
     #: Largest provider answer read, in bytes.
     max_response_bytes: int
+    #: Seconds a failed discovery or key set fetch is remembered
+    #: (``SOCIAL_OAUTH2_DISCOVERY_FAILURE_TTL``).
+    discovery_failure_ttl: float = 30.0
 
 
 def current_runtime() -> Runtime:

@@ -27,11 +27,11 @@ from flask_social_oauth2.local_idp import LocalIdentityProvider
 def _fresh_openid_caches() -> Iterator[None]:
     """OpenID metadata and key sets are cached per process by URL; a later loopback server may
     reuse an earlier one's port, so every test starts with empty caches."""
-    from flask_social_oauth2 import oidc
+    from flask_social_oauth2 import discovery
 
-    oidc.clear_caches()
+    discovery.clear_caches()
     yield
-    oidc.clear_caches()
+    discovery.clear_caches()
 
 
 @pytest.fixture
@@ -101,3 +101,52 @@ def idp() -> Iterator[LocalIdentityProvider]:
 def idp_app(make_app: MakeApp, idp: LocalIdentityProvider) -> Flask:
     """An app with one provider, ``local``, served by :func:`idp`."""
     return make_app({"local": idp_block(idp)})
+
+
+@pytest.fixture
+def discovery_clock() -> Iterator[Any]:
+    """A clock the test moves by hand (``clock.offset`` seconds), handed to the discovery caches
+    of this process for the test's duration."""
+    from helpers import Clock
+
+    from flask_social_oauth2 import discovery
+
+    caches = discovery.process_caches()
+    real = caches.clock
+    clock = Clock()
+    caches.clock = clock
+    yield clock
+    caches.clock = real
+
+
+@pytest.fixture
+def issued(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """Every token response the package reads (code exchanges and refreshes)."""
+    from flask_social_oauth2 import flow
+
+    seen: list[Any] = []
+    original = flow.parse_token_response
+
+    def spy(provider: str, response: Any, step: str = "token request") -> Any:
+        info = original(provider, response, step)
+        seen.append(info)
+        return info
+
+    monkeypatch.setattr(flow, "parse_token_response", spy)
+    return seen
+
+
+@pytest.fixture(scope="session")
+def rsa_key() -> Any:
+    """An RSA signing key (``kid`` rsa-1) for hand-signed ID tokens."""
+    from joserfc.jwk import RSAKey
+
+    return RSAKey.generate_key(2048, parameters={"kid": "rsa-1", "use": "sig"})
+
+
+@pytest.fixture(scope="session")
+def ec_key() -> Any:
+    """An EC P-256 signing key (``kid`` ec-1) for hand-signed ID tokens."""
+    from joserfc.jwk import ECKey
+
+    return ECKey.generate_key("P-256", parameters={"kid": "ec-1", "use": "sig"})

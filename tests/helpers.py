@@ -1,21 +1,36 @@
-"""Helpers the test modules share: provider blocks, flow steps and sign-ins.
+"""Helpers the test modules share: provider blocks, flow steps and sign-ins; for the OpenID
+Connect tests, what an app's hooks saw and a hand-signed OpenID provider served by the fault
+server, for answers the real one cannot give (an EC key, an HMAC token, a broken key set).
 
 Fixtures live in conftest.py; everything a test imports by name lives here.
 """
 
 from __future__ import annotations
 
+import logging
+import time
+import warnings
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
-from urllib.parse import parse_qsl, urlsplit
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit
 
 import requests
+from fault_server import Behaviour, FaultServer
 from flask import Flask
+from joserfc import jwt
+from joserfc.jwk import ECKey, RSAKey
 
+from flask_social_oauth2 import (
+    OAuth2Info,
+    OAuth2Provider,
+    SocialOAuth2,
+    SocialProfile,
+    SocialProvider,
+)
+from flask_social_oauth2.errors import AuthenticationError
 from flask_social_oauth2.local_idp import LocalIdentityProvider, LocalUser
-
-if TYPE_CHECKING:
-    from fault_server import FaultServer
+from flask_social_oauth2.signals import authentication_failed
 
 CLIENT_ID = "test-client"
 CLIENT_SECRET = "s3cr3t-client-secret-value"
@@ -104,3 +119,205 @@ def sign_in(client: Any, provider: str = "local", **query: str) -> Any:
     started = client.get(f"/authenticate/{provider}", query_string=query)
     assert started.status_code == 302, started.text
     return client.get(callback_path(follow_to_provider(started.headers["Location"])))
+
+
+# -- OpenID Connect -----------------------------------------------------------------------------
+
+Tamper = Callable[[dict[str, Any], dict[str, Any]], tuple[dict[str, Any], dict[str, Any]]]
+
+WELL_KNOWN = "/.well-known/openid-configuration"
+
+
+@dataclass
+class Outcome:
+    """What the app's hooks and signals saw."""
+
+    infos: list[OAuth2Info] = field(default_factory=list)
+    profiles: list[SocialProfile] = field(default_factory=list)
+    errors: list[AuthenticationError] = field(default_factory=list)
+
+    @property
+    def error(self) -> AuthenticationError:
+        assert len(self.errors) == 1, self.errors
+        return self.errors[0]
+
+
+def watch(app: Flask) -> Outcome:
+    """Record the app's successful sign-ins (through ``on_authenticated``) and failures (through
+    the ``authentication_failed`` signal, so that the built-in error page still answers)."""
+    outcome = Outcome()
+    social: SocialOAuth2 = app.extensions["social_oauth2"].extension
+
+    @social.on_authenticated
+    def done(provider: SocialProvider, info: OAuth2Info, profile: SocialProfile) -> Any:
+        outcome.infos.append(info)
+        outcome.profiles.append(profile)
+        return app.redirect("/")
+
+    def failed(sender: Flask, provider_name: str, error: AuthenticationError) -> None:
+        outcome.errors.append(error)
+
+    authentication_failed.connect(failed, app, weak=False)
+    return outcome
+
+
+def token_strings(infos: list[OAuth2Info]) -> list[str]:
+    """The access, refresh and ID tokens of ``infos``."""
+    found: list[str] = []
+    for info in infos:
+        found.append(info.access_token)
+        if info.refresh_token:
+            found.append(info.refresh_token)
+        if isinstance(info.params.get("id_token"), str):
+            found.append(info.params["id_token"])
+    assert found
+    return found
+
+
+def assert_not_logged(records: list[logging.LogRecord], secrets: list[str]) -> None:
+    for record in records:
+        text = record.getMessage()
+        if record.exc_info:
+            text += logging.Formatter().formatException(record.exc_info)
+        for secret in secrets:
+            assert secret not in text, f"a token appears in the log: {record.name}"
+
+
+def discovery_block(server: LocalIdentityProvider, **custom: str) -> dict[str, Any]:
+    """A block with only the required keys, a scope and ``customProperties.issuer``."""
+    return {
+        "accessTokenURL": server.token_url,
+        "redirectURL": "/authenticate/local",
+        "clientID": CLIENT_ID,
+        "clientSecret": CLIENT_SECRET,
+        "scope": "openid profile email",
+        "customProperties": {"issuer": server.issuer, **custom},
+    }
+
+
+def with_query(url: str, **changes: str | None) -> str:
+    """``url`` with query parameters replaced (or removed, for ``None``)."""
+    query = query_of(url)
+    for name, value in changes.items():
+        if value is None:
+            query.pop(name, None)
+        else:
+            query[name] = value
+    return f"{urlsplit(url).path}?{urlencode(query)}"
+
+
+def local_provider(app: Flask, name: str = "local") -> OAuth2Provider:
+    provider = app.extensions["social_oauth2"].providers[name]
+    assert isinstance(provider, OAuth2Provider)
+    return provider
+
+
+def fake_document(issuer: str, **changes: Any) -> dict[str, Any]:
+    document: dict[str, Any] = {
+        "issuer": issuer,
+        "authorization_endpoint": f"{issuer}/authorize",
+        "token_endpoint": f"{issuer}/token",
+        "userinfo_endpoint": f"{issuer}/userinfo",
+        "jwks_uri": f"{issuer}/jwks",
+        "response_types_supported": ["code"],
+        "subject_types_supported": ["public"],
+        "id_token_signing_alg_values_supported": ["RS256", "ES256"],
+    }
+    document.update(changes)
+    return {key: value for key, value in document.items() if value is not None}
+
+
+def fake_app(
+    make_app: MakeApp,
+    server: FaultServer,
+    classes: dict[str, str] | None = None,
+    app_config: dict[str, Any] | None = None,
+    **changes: Any,
+) -> Flask:
+    """An app with one provider, ``fake``, whose issuer is ``server``; ``changes`` change its
+    block, ``app_config`` adds to the app's config."""
+    block: dict[str, Any] = {
+        "accessTokenURL": f"{server.url}/token",
+        "redirectURL": "/authenticate/fake",
+        "clientID": CLIENT_ID,
+        "clientSecret": CLIENT_SECRET,
+        "scope": "openid profile email",
+        "customProperties": {"issuer": server.url},
+    }
+    block.update(changes)
+    return make_app(
+        {"fake": block},
+        SOCIAL_OAUTH2_TIMEOUT=1,
+        SOCIAL_OAUTH2_PROVIDER_CLASSES=classes or {},
+        **(app_config or {}),
+    )
+
+
+class Clock:
+    """A monotonic clock a test moves by hand (``offset`` seconds ahead of the real one), for
+    the discovery caches instead of sleeping."""
+
+    def __init__(self) -> None:
+        self.offset = 0.0
+
+    def __call__(self) -> float:
+        return time.monotonic() + self.offset
+
+
+class FakeOpenIDProvider:
+    """Discovery, keys and token answers of an OpenID provider, served by the fault server."""
+
+    def __init__(self, server: FaultServer, *keys: RSAKey | ECKey, userinfo: bool = True) -> None:
+        self.server = server
+        self.issuer = server.url
+        document = fake_document(server.url)
+        if not userinfo:
+            del document["userinfo_endpoint"]
+        server.set(WELL_KNOWN, Behaviour.json(document))
+        self.serve_keys(*keys)
+
+    def serve_keys(self, *keys: RSAKey | ECKey) -> None:
+        self.server.set(
+            "/jwks", Behaviour.json({"keys": [key.as_dict(private=False) for key in keys]})
+        )
+
+    def claims(self, **changes: Any) -> dict[str, Any]:
+        now = int(time.time())
+        claims: dict[str, Any] = {
+            "iss": self.issuer,
+            "sub": "user-1",
+            "aud": CLIENT_ID,
+            "exp": now + 300,
+            "iat": now,
+            "name": "Ada Lovelace",
+            "given_name": "Ada",
+            "family_name": "Lovelace",
+            "email": "ada@example.test",
+        }
+        claims.update(changes)
+        return {key: value for key, value in claims.items() if value is not None}
+
+    def serve_token(self, id_token: object, **fields: Any) -> None:
+        answer: dict[str, Any] = {"access_token": "fake-access-token", "token_type": "Bearer"}
+        if id_token is not None:
+            answer["id_token"] = id_token
+        answer.update(fields)
+        self.server.set("/token", Behaviour.json(answer))
+
+
+def signed(key: Any, alg: str, claims: dict[str, Any], **header: Any) -> str:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # joserfc warns about an HMAC key that is a public key
+        kid = getattr(key, "kid", None)
+        full_header = {"alg": alg, **({"kid": kid} if kid else {}), **header}
+        return jwt.encode(full_header, claims, key, algorithms=[alg])
+
+
+def start_fake(client: Any) -> dict[str, str]:
+    started = client.get("/authenticate/fake")
+    assert started.status_code == 302, started.text
+    return query_of(started.headers["Location"])
+
+
+def finish_fake(client: Any, state: str) -> Any:
+    return client.get("/authenticate/fake", query_string={"code": "the-code", "state": state})

@@ -1,0 +1,459 @@
+"""OpenID Connect discovery: a provider's metadata and its key set (JWKS), cached per process.
+
+A provider speaks OpenID Connect when its block names an issuer (``customProperties.issuer`` or
+``customProperties.discoveryURL``), or when it is a built-in OpenID Connect provider whose scope
+asks for ``openid``. Its discovery document (``<issuer>/.well-known/openid-configuration``) is
+read lazily, on the first request that needs it, and kept per process by URL; so is its key set.
+
+Nothing here sends a request itself: each reader takes a :class:`Source`, which carries the
+provider's name and the function that GETs a URL with the app's rules (the provider hands in its
+own, with the app's timeout and size cap). Nothing here is stored on a provider or per request:
+the caches hold only the provider's public documents, and what went wrong when they could not be
+read (see :attr:`Source.failure_ttl`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+import re
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, Final, Protocol
+from urllib.parse import urlsplit
+
+from .document_cache import Clock, DocumentCache, Entry
+from .errors import AuthenticationError, ConfigurationProblem, DiscoveryError
+from .http_client import ProviderResponse
+from .settings import OAuth2Settings
+from .urls import check_endpoint_url
+
+if TYPE_CHECKING:
+    from joserfc.jwk import Key
+
+logger = logging.getLogger("flask_social_oauth2")
+
+#: The path of the discovery document below the issuer (OpenID Connect Discovery 1.0, 4).
+WELL_KNOWN_PATH: Final = "/.well-known/openid-configuration"
+#: The path of an OAuth 2.0 authorization server's metadata (RFC 8414, 3), inserted between the
+#: issuer's host and its path.
+RFC8414_PATH: Final = "/.well-known/oauth-authorization-server"
+#: Seconds a discovery document or key set is kept when the answer has no ``max-age``.
+DEFAULT_CACHE_SECONDS: Final = 3600
+#: The shortest time an answer is kept, whatever its ``Cache-Control`` says
+#: (``no-store``, ``no-cache`` and ``max-age=0`` included).
+MIN_CACHE_SECONDS: Final = 60
+#: The longest time an answer is kept, whatever its ``max-age`` says.
+MAX_CACHE_SECONDS: Final = 24 * 3600
+#: How long an expired document may still serve when fetching its successor fails.
+MAX_STALE_SECONDS: Final = 24 * 3600
+#: The least time between two key set fetches caused by an unknown ``kid``.
+KEY_REFETCH_INTERVAL: Final = 60.0
+#: Seconds a failed fetch is remembered (``SOCIAL_OAUTH2_DISCOVERY_FAILURE_TTL``) unless the app
+#: says otherwise.
+DEFAULT_FAILURE_TTL: Final = 30.0
+
+_MAX_KEYS: Final = 64
+_TENANT_PLACEHOLDER: Final = "{tenantid}"
+_TENANT_RE: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9.\-]{0,99}")
+# Only ASCII digits: str.isdigit() also accepts "²" and other digits int() refuses.
+_MAX_AGE_RE: Final = re.compile(r"[0-9]{1,12}")
+#: Members of a JWK that only a private key has (a key set should never publish them), and
+#: ``key_ops``, which a verifying key does not need: left out when a key is read.
+_PRIVATE_MEMBERS: Final = frozenset({"d", "p", "q", "dp", "dq", "qi", "oth", "key_ops"})
+_ENDPOINTS: Final = ("authorization_endpoint", "token_endpoint", "userinfo_endpoint", "jwks_uri")
+
+
+class Fetch(Protocol):
+    """GET ``url`` with the app's rules (timeout, size cap, pooled client) and return the whole
+    answer, whatever its status.
+
+    :param step: What the request is for, e.g. ``"discovery request"``, for errors and logs.
+    :raises DiscoveryError: when the request fails or times out (502 or 504).
+    """
+
+    def __call__(self, url: str, *, step: str) -> ProviderResponse: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    """How this module reaches one provider's documents, made by the provider for each use.
+
+    :param provider: The provider's name, for errors and logs.
+    :param fetch: Sends the GET request (see :class:`Fetch`).
+    :param failure_ttl: Seconds a failed fetch of a document is remembered: meanwhile every use
+        fails at once with the same error (502, or 504 for a timeout) instead of waiting for the
+        provider again. ``0`` remembers nothing (requests still wait for a fetch under way).
+    """
+
+    provider: str
+    fetch: Fetch
+    failure_ttl: float = DEFAULT_FAILURE_TTL
+
+
+# -- configuration -------------------------------------------------------------------------------
+
+
+def issuer_from_discovery_url(url: str) -> str | None:
+    """The issuer a discovery address implies: the part before
+    ``/.well-known/openid-configuration`` (OpenID Connect Discovery), or the host plus the part
+    after ``/.well-known/oauth-authorization-server`` (RFC 8414); else ``None``."""
+    parts = urlsplit(url)
+    if parts.query or parts.fragment:
+        return None
+    origin = f"{parts.scheme}://{parts.netloc}"
+    if parts.path.endswith(WELL_KNOWN_PATH):
+        return origin + parts.path[: -len(WELL_KNOWN_PATH)]
+    if parts.path == RFC8414_PATH or parts.path.startswith(RFC8414_PATH + "/"):
+        return origin + parts.path[len(RFC8414_PATH) :]
+    return None
+
+
+def configured_issuer(settings: OAuth2Settings) -> str | None:
+    """The issuer named by the block: ``customProperties.issuer``, else the one implied by
+    ``customProperties.discoveryURL``; ``None`` when the block names none."""
+    properties = settings.custom_properties
+    issuer = properties.get("issuer")
+    if issuer:
+        return issuer
+    discovery = properties.get("discoveryURL")
+    return issuer_from_discovery_url(discovery) if discovery else None
+
+
+def discovery_url(settings: OAuth2Settings, issuer: str) -> str:
+    """Where the discovery document of ``issuer`` is read: ``customProperties.discoveryURL``,
+    else ``issuer`` (without a trailing ``/``) followed by :data:`WELL_KNOWN_PATH`."""
+    return settings.custom_properties.get("discoveryURL") or issuer.rstrip("/") + WELL_KNOWN_PATH
+
+
+def settings_problems(settings: OAuth2Settings) -> list[ConfigurationProblem]:
+    """Problems of the discovery ``customProperties`` (``issuer``, ``discoveryURL``) of
+    ``settings``; the provider name is filled in by the caller."""
+    properties = settings.custom_properties
+    problems: list[ConfigurationProblem] = []
+    issuer = properties.get("issuer")
+    if issuer is not None:
+        error = check_endpoint_url(issuer)
+        if error is None and (urlsplit(issuer).query or "?" in issuer):
+            error = "must not contain a query (OpenID Connect Discovery 2)"
+        if error:
+            problems.append(ConfigurationProblem(None, "customProperties.issuer", error))
+    discovery = properties.get("discoveryURL")
+    if discovery is not None:
+        error = check_endpoint_url(discovery)
+        if error is None and issuer is None and issuer_from_discovery_url(discovery) is None:
+            error = (
+                f"does not end in {WELL_KNOWN_PATH}, so the issuer cannot be derived from it:"
+                " set customProperties.issuer too"
+            )
+        if error:
+            problems.append(ConfigurationProblem(None, "customProperties.discoveryURL", error))
+    return problems
+
+
+# -- the discovery document ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ProviderMetadata:
+    """The parts of a provider's discovery document this package uses.
+
+    :param issuer: The issuer identifier, equal to the configured one.
+    :param authorization_endpoint: Fills an absent ``authorizationURL``.
+    :param token_endpoint: For comparison only: ``accessTokenURL`` is always used as given.
+    :param userinfo_endpoint: Fills an absent ``apiURL``.
+    :param jwks_uri: The provider's public signing keys.
+    :param iss_parameter_supported: RFC 9207: callbacks carry ``iss``, which is then required.
+    :param signing_algorithms: ``id_token_signing_alg_values_supported``, if listed.
+    :param raw: The whole document.
+    """
+
+    issuer: str
+    authorization_endpoint: str | None
+    token_endpoint: str | None
+    userinfo_endpoint: str | None
+    jwks_uri: str | None
+    iss_parameter_supported: bool
+    signing_algorithms: frozenset[str] | None
+    raw: Mapping[str, Any] = field(repr=False, compare=False)
+
+    @classmethod
+    def from_document(cls, provider: str, document: Any) -> ProviderMetadata:
+        """Read a discovery document.
+
+        :raises DiscoveryError: when it is not a JSON object, has no ``issuer``, or an endpoint
+            is not an https address (plain http only on loopback).
+        """
+        if not isinstance(document, Mapping):
+            raise DiscoveryError(provider, "discovery document is not a JSON object")
+        issuer = document.get("issuer")
+        if not isinstance(issuer, str) or not issuer:
+            raise DiscoveryError(provider, "discovery document has no issuer")
+        endpoints: dict[str, str | None] = {}
+        for name in _ENDPOINTS:
+            value = document.get(name)
+            if value is None:
+                endpoints[name] = None
+                continue
+            if not isinstance(value, str) or check_endpoint_url(value) is not None:
+                raise DiscoveryError(
+                    provider, f"discovery document's {name} is not an https address"
+                )
+            endpoints[name] = value
+        algorithms = document.get("id_token_signing_alg_values_supported")
+        signing = (
+            frozenset(item for item in algorithms if isinstance(item, str))
+            if isinstance(algorithms, list)
+            else None
+        )
+        return cls(
+            issuer=issuer,
+            authorization_endpoint=endpoints["authorization_endpoint"],
+            token_endpoint=endpoints["token_endpoint"],
+            userinfo_endpoint=endpoints["userinfo_endpoint"],
+            jwks_uri=endpoints["jwks_uri"],
+            iss_parameter_supported=document.get("authorization_response_iss_parameter_supported")
+            is True,
+            signing_algorithms=signing,
+            raw=MappingProxyType(dict(document)),
+        )
+
+
+def issuer_matches(configured: str, discovered: str) -> bool:
+    """Whether the discovery document's ``issuer`` is the configured one.
+
+    They must be identical, with one exception written into the document itself: a multi-tenant
+    document (Microsoft's ``common``, ``organizations`` and ``consumers``) names its issuer with
+    a ``{tenantid}`` placeholder, which the configured issuer fills with the tenant it used.
+    """
+    if configured == discovered:
+        return True
+    if discovered.count(_TENANT_PLACEHOLDER) != 1:
+        return False
+    prefix, _, suffix = discovered.partition(_TENANT_PLACEHOLDER)
+    if not (configured.startswith(prefix) and configured.endswith(suffix)):
+        return False
+    tenant = configured[len(prefix) : len(configured) - len(suffix)]
+    return _TENANT_RE.fullmatch(tenant) is not None
+
+
+def expected_token_issuer(metadata: ProviderMetadata, claims: Mapping[str, Any]) -> str | None:
+    """The ``iss`` an ID token must carry: the document's issuer; for a multi-tenant document,
+    its template filled with the token's ``tid`` claim."""
+    issuer = metadata.issuer
+    if _TENANT_PLACEHOLDER not in issuer:
+        return issuer
+    tenant = claims.get("tid")
+    if not isinstance(tenant, str) or _TENANT_RE.fullmatch(tenant) is None:
+        return None
+    return issuer.replace(_TENANT_PLACEHOLDER, tenant)
+
+
+def cache_seconds(headers: Mapping[str, str]) -> float:
+    """How long to keep an answer, from its ``Cache-Control`` header: ``max-age`` kept within
+    :data:`MIN_CACHE_SECONDS` and :data:`MAX_CACHE_SECONDS`, :data:`DEFAULT_CACHE_SECONDS`
+    without a readable one (a ``max-age`` that is not ASCII digits is ignored), the minimum for
+    ``no-store`` or ``no-cache``."""
+    value = ""
+    for name, item in headers.items():
+        if name.lower() == "cache-control":
+            value = item
+    directives: dict[str, str] = {}
+    for part in value.split(","):
+        name, _, argument = part.strip().partition("=")
+        directives[name.strip().lower()] = argument.strip().strip('"')
+    if "no-store" in directives or "no-cache" in directives:
+        return MIN_CACHE_SECONDS
+    max_age = directives.get("max-age", "")
+    if _MAX_AGE_RE.fullmatch(max_age):
+        return float(min(max(int(max_age), MIN_CACHE_SECONDS), MAX_CACHE_SECONDS))
+    return DEFAULT_CACHE_SECONDS
+
+
+# -- the per-process caches ----------------------------------------------------------------------
+
+
+class ProcessCaches:
+    """The discovery documents and key sets of this process, shared by every app and provider.
+
+    :param clock: The monotonic clock the caches' times are read from (a test hands in one it
+        moves, instead of sleeping).
+    """
+
+    def __init__(self, clock: Clock = time.monotonic) -> None:
+        self.clock = clock
+        self.metadata: DocumentCache[ProviderMetadata] = DocumentCache()
+        self.keys: DocumentCache[tuple[Key, ...]] = DocumentCache()
+
+    def clear(self) -> None:
+        """Forget every document, key set and failure (the clock stays)."""
+        self.metadata.clear()
+        self.keys.clear()
+
+
+_caches = ProcessCaches()
+
+
+def process_caches() -> ProcessCaches:
+    """This process's caches (e.g. to give them a test clock)."""
+    return _caches
+
+
+def clear_caches() -> None:
+    """Forget every cached discovery document, key set and failure of this process (e.g.
+    between tests); the next use fetches them again."""
+    _caches.clear()
+
+
+def _after_fork() -> None:
+    global _caches
+    _caches = ProcessCaches(_caches.clock)
+
+
+os.register_at_fork(after_in_child=_after_fork)
+
+
+def _get_json(source: Source, url: str, step: str) -> tuple[Any, ProviderResponse]:
+    response = source.fetch(url, step=step)
+    if not 200 <= response.status < 300:
+        raise DiscoveryError(source.provider, f"{step} failed: HTTP {response.status}")
+    try:
+        return response.json(), response
+    except (ValueError, UnicodeError):
+        raise DiscoveryError(
+            source.provider, f"{step}: HTTP {response.status} answered no JSON"
+        ) from None
+
+
+def provider_metadata(source: Source, settings: OAuth2Settings, issuer: str) -> ProviderMetadata:
+    """The discovery document of ``issuer``, from this process's cache or fetched now.
+
+    A document is kept for its ``Cache-Control: max-age`` (see :func:`cache_seconds`); when
+    fetching its successor fails, the expired one serves on for up to
+    :data:`MAX_STALE_SECONDS`, retried each :data:`MIN_CACHE_SECONDS`. A fetch that fails with
+    nothing to serve is remembered for :attr:`Source.failure_ttl`.
+
+    :param settings: The provider's settings: ``customProperties.discoveryURL``, and
+        ``accessTokenURL`` (a ``token_endpoint`` that differs is logged; never used).
+    :raises DiscoveryError: when it cannot be fetched or read, or its ``issuer`` is not
+        ``issuer``.
+    """
+    url = discovery_url(settings, issuer)
+
+    def usable(entry: Entry[ProviderMetadata] | None, now: float) -> bool:
+        return entry is not None and entry.expires > now
+
+    def fetch(stale: Entry[ProviderMetadata] | None, now: float) -> Entry[ProviderMetadata]:
+        return _fetch_metadata(source, url, issuer, stale, now, settings.access_token_url)
+
+    caches = _caches
+    metadata = caches.metadata.get(
+        url,
+        provider=source.provider,
+        clock=caches.clock,
+        failure_ttl=source.failure_ttl,
+        usable=usable,
+        fetch=fetch,
+    ).value
+    if not issuer_matches(issuer, metadata.issuer):
+        raise DiscoveryError(
+            source.provider, "discovery document names another issuer than the configured one"
+        )
+    return metadata
+
+
+def _fetch_metadata(
+    source: Source,
+    url: str,
+    issuer: str,
+    stale: Entry[ProviderMetadata] | None,
+    now: float,
+    token_url: str,
+) -> Entry[ProviderMetadata]:
+    name = source.provider
+    try:
+        document, response = _get_json(source, url, "discovery request")
+        metadata = ProviderMetadata.from_document(name, document)
+        if not issuer_matches(issuer, metadata.issuer):
+            raise DiscoveryError(
+                name, "discovery document names another issuer than the configured one"
+            )
+    except AuthenticationError as error:
+        if stale is None or now - stale.fetched > MAX_STALE_SECONDS:
+            raise
+        logger.warning("%s: keeping the previous discovery document: %s", name, error)
+        return dataclasses.replace(stale, expires=now + MIN_CACHE_SECONDS)
+    if metadata.token_endpoint not in (None, token_url):
+        logger.warning(
+            "%s: accessTokenURL differs from the discovery document's token_endpoint;"
+            " accessTokenURL is used",
+            name,
+        )
+    logger.info("%s: discovery document read from %s", name, urlsplit(url).netloc)
+    return Entry(metadata, now, now + cache_seconds(response.headers))
+
+
+# -- the key set ---------------------------------------------------------------------------------
+
+
+def _read_keys(provider: str, document: Any) -> tuple[Key, ...]:
+    from joserfc.errors import JoseError
+    from joserfc.jwk import import_key
+
+    entries = document.get("keys") if isinstance(document, Mapping) else None
+    if not isinstance(entries, list):
+        raise DiscoveryError(provider, "key set (jwks_uri) has no list of keys")
+    keys: list[Key] = []
+    for item in entries[:_MAX_KEYS]:
+        if not isinstance(item, dict) or item.get("kty") not in ("RSA", "EC", "OKP"):
+            continue  # symmetric ("oct") or unknown keys never verify an ID token
+        if item.get("use", "sig") != "sig":
+            continue
+        public = {name: value for name, value in item.items() if name not in _PRIVATE_MEMBERS}
+        try:
+            keys.append(import_key(public))
+        except (JoseError, ValueError, TypeError, KeyError, AttributeError):
+            logger.info("%s: skipped a key of the key set that could not be read", provider)
+    return tuple(keys)
+
+
+def signing_keys(source: Source, jwks_uri: str, *, unknown_kid: bool = False) -> tuple[Key, ...]:
+    """The provider's public keys from ``jwks_uri``, cached like the discovery document.
+
+    :param unknown_kid: The cached keys do not include the one a token names: fetch them again,
+        at most once each :data:`KEY_REFETCH_INTERVAL` seconds per key set (a flood of tokens
+        with made-up ``kid`` values causes one request a minute, not one each).
+    :raises DiscoveryError: when the key set cannot be fetched or read.
+    """
+
+    def usable(entry: Entry[tuple[Key, ...]] | None, now: float) -> bool:
+        if entry is None or entry.expires <= now:
+            return False
+        # After an unknown kid, refetch a fresh set unless that was done a moment ago.
+        return not unknown_kid or now - entry.forced < KEY_REFETCH_INTERVAL
+
+    def fetch(entry: Entry[tuple[Key, ...]] | None, now: float) -> Entry[tuple[Key, ...]]:
+        forced = now if unknown_kid else (entry.forced if entry is not None else float("-inf"))
+        try:
+            document, response = _get_json(source, jwks_uri, "key set request")
+            keys = _read_keys(source.provider, document)
+        except AuthenticationError as error:
+            if entry is None or now - entry.fetched > MAX_STALE_SECONDS:
+                raise
+            logger.warning("%s: keeping the previous key set: %s", source.provider, error)
+            return dataclasses.replace(entry, expires=now + MIN_CACHE_SECONDS, forced=forced)
+        logger.info("%s: key set read (%d keys)", source.provider, len(keys))
+        return Entry(keys, now, now + cache_seconds(response.headers), forced)
+
+    caches = _caches
+    return caches.keys.get(
+        jwks_uri,
+        provider=source.provider,
+        clock=caches.clock,
+        failure_ttl=source.failure_ttl,
+        usable=usable,
+        fetch=fetch,
+    ).value

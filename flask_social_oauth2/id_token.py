@@ -1,0 +1,344 @@
+"""OpenID Connect ID tokens: verification and claims checks (OpenID Connect Core 3.1.3.7).
+
+The signature is checked with the provider's published keys (:func:`discovery.signing_keys`)
+using a library (joserfc), never hand-written crypto; the algorithm against an allow-list of
+asymmetric algorithms; ``iss``, ``aud``/``azp``, ``exp``, ``iat``, ``nbf`` with a small leeway;
+and the ``nonce`` kept with the flow's state. Like :mod:`~flask_social_oauth2.discovery`, this
+module sends nothing itself: the provider hands in a :class:`~flask_social_oauth2.discovery.Source`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hmac
+import importlib.util
+import logging
+import re
+from collections.abc import Iterable, Mapping
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, Final
+
+from . import discovery
+from .discovery import ProviderMetadata, Source
+from .errors import ConfigurationProblem, DiscoveryError, IdTokenError
+from .flow import safe_error_code
+from .settings import OAuth2Info, OAuth2Settings
+
+if TYPE_CHECKING:
+    from joserfc.jwk import Key
+
+logger = logging.getLogger("flask_social_oauth2")
+
+#: Algorithms an ID token may be signed with: asymmetric ones only, never ``none`` or HMAC
+#: (an HMAC "signed" with a public key would be forgeable by anyone).
+SAFE_ALGORITHMS: Final = frozenset(
+    {
+        "RS256",
+        "RS384",
+        "RS512",
+        "PS256",
+        "PS384",
+        "PS512",
+        "ES256",
+        "ES384",
+        "ES512",
+        "EdDSA",
+        "Ed25519",
+    }
+)
+#: Clock skew allowed on ``exp``, ``iat`` and ``nbf`` unless ``customProperties.idTokenLeeway``
+#: says otherwise, and the most it may say.
+DEFAULT_LEEWAY: Final = 60
+MAX_LEEWAY: Final = 300
+
+_MAX_ID_TOKEN: Final = 16 * 1024
+# Only ASCII digits: str.isdigit() also accepts "²", which int() refuses.
+_WHOLE_SECONDS: Final = re.compile(r"[0-9]{1,3}")
+_ALGORITHM_KEY_TYPES: Final[Mapping[str, tuple[str, str | None]]] = MappingProxyType(
+    {
+        "RS256": ("RSA", None),
+        "RS384": ("RSA", None),
+        "RS512": ("RSA", None),
+        "PS256": ("RSA", None),
+        "PS384": ("RSA", None),
+        "PS512": ("RSA", None),
+        "ES256": ("EC", "P-256"),
+        "ES384": ("EC", "P-384"),
+        "ES512": ("EC", "P-521"),
+        "EdDSA": ("OKP", None),
+        "Ed25519": ("OKP", "Ed25519"),
+    }
+)
+
+
+# -- configuration -------------------------------------------------------------------------------
+
+
+def _leeway_setting(settings: OAuth2Settings) -> int | None:
+    """``customProperties.idTokenLeeway`` as seconds; ``None`` when absent or not a whole
+    number from 0 to :data:`MAX_LEEWAY`."""
+    value = settings.custom_properties.get("idTokenLeeway")
+    if value is None or not _WHOLE_SECONDS.fullmatch(value) or int(value) > MAX_LEEWAY:
+        return None
+    return int(value)
+
+
+def id_token_leeway(settings: OAuth2Settings) -> int:
+    """Seconds of clock skew allowed on the ID token's times (``customProperties.idTokenLeeway``,
+    default :data:`DEFAULT_LEEWAY`)."""
+    leeway = _leeway_setting(settings)
+    return DEFAULT_LEEWAY if leeway is None else leeway
+
+
+def allowed_algorithms(
+    settings: OAuth2Settings, metadata: ProviderMetadata | None = None
+) -> frozenset[str]:
+    """The algorithms an ID token may use: ``customProperties.idTokenAlgorithms`` (space
+    separated) or :data:`SAFE_ALGORITHMS`, narrowed to what the discovery document lists in
+    ``id_token_signing_alg_values_supported``; never an algorithm outside the safe set."""
+    configured = settings.custom_properties.get("idTokenAlgorithms")
+    allowed = SAFE_ALGORITHMS & set(configured.split()) if configured else SAFE_ALGORITHMS
+    if metadata is not None and metadata.signing_algorithms is not None:
+        allowed &= metadata.signing_algorithms
+    return allowed
+
+
+def settings_problems(settings: OAuth2Settings, *, verifies: bool) -> list[ConfigurationProblem]:
+    """Problems of the ID token ``customProperties`` (``idTokenAlgorithms``,
+    ``idTokenLeeway``) of ``settings``; the provider name is filled in by the caller.
+
+    :param verifies: Whether this provider verifies ID tokens with these settings (then the
+        joserfc library must be installed).
+    """
+    properties = settings.custom_properties
+    problems: list[ConfigurationProblem] = []
+    algorithms = properties.get("idTokenAlgorithms")
+    if algorithms is not None:
+        unsafe = sorted(set(algorithms.split()) - SAFE_ALGORITHMS)
+        if unsafe or not algorithms.split():
+            problems.append(
+                ConfigurationProblem(
+                    None,
+                    "customProperties.idTokenAlgorithms",
+                    f"must list asymmetric algorithms among {', '.join(sorted(SAFE_ALGORITHMS))}"
+                    + (f"; not {', '.join(repr(name) for name in unsafe)}" if unsafe else ""),
+                )
+            )
+    if "idTokenLeeway" in properties and _leeway_setting(settings) is None:
+        problems.append(
+            ConfigurationProblem(
+                None,
+                "customProperties.idTokenLeeway",
+                f"must be a whole number of seconds from 0 to {MAX_LEEWAY} (ASCII digits)",
+            )
+        )
+    if verifies and importlib.util.find_spec("joserfc") is None:
+        problems.append(
+            ConfigurationProblem(
+                None,
+                "scope",
+                "asks for 'openid', and verifying ID tokens needs the joserfc library:"
+                " pip install 'flask-social-oauth2[oidc]'",
+            )
+        )
+    return problems
+
+
+# -- verification --------------------------------------------------------------------------------
+
+
+def _matching_keys(keys: Iterable[Key], algorithm: str, kid: str | None) -> list[Key]:
+    key_type, curve = _ALGORITHM_KEY_TYPES[algorithm]
+    found = []
+    for key in keys:
+        if key.key_type != key_type or (kid is not None and key.kid != kid):
+            continue
+        if key.alg is not None and key.alg != algorithm:
+            continue
+        if curve is not None and getattr(key, "curve_name", None) != curve:
+            continue
+        found.append(key)
+    return found
+
+
+def verify_id_token(
+    source: Source,
+    settings: OAuth2Settings,
+    id_token: object,
+    metadata: ProviderMetadata,
+    *,
+    nonce: str | None,
+    subject: str | None = None,
+    extra_issuers: frozenset[str] = frozenset(),
+) -> dict[str, Any]:
+    """Verify an ID token (OpenID Connect Core 3.1.3.7) and return its claims.
+
+    :param source: The provider's name and how to fetch its key set.
+    :param settings: The provider's settings (client id, algorithms, leeway).
+    :param id_token: The token response's ``id_token``.
+    :param metadata: The provider's discovery document.
+    :param nonce: The nonce sent with the authorization request; the token must carry it.
+        ``None`` when there was none to check (a refresh, or a code a client-side framework
+        obtained).
+    :param subject: The ``sub`` the token must have (a refresh must not change the user).
+    :param extra_issuers: ``iss`` values accepted besides the document's issuer.
+    :raises IdTokenError: naming the check that failed.
+    :raises DiscoveryError: when the key set cannot be fetched.
+    """
+    from joserfc import jws, jwt
+    from joserfc.errors import BadSignatureError, JoseError
+
+    name = source.provider
+    if not isinstance(id_token, str) or not id_token or len(id_token) > _MAX_ID_TOKEN:
+        raise IdTokenError(name, "token response's id_token is missing or not a string")
+    try:
+        header = jws.extract_compact(id_token.encode("ascii")).headers()
+    except (JoseError, ValueError, TypeError, UnicodeError):
+        raise IdTokenError(name, "id_token is not a signed JWT (JWS compact form)") from None
+    algorithm = header.get("alg")
+    if not isinstance(algorithm, str) or algorithm not in allowed_algorithms(settings, metadata):
+        shown = safe_error_code(algorithm) if isinstance(algorithm, str) else "<missing>"
+        raise IdTokenError(name, f"id_token algorithm {shown!r} is not allowed")
+    kid = header.get("kid")
+    if kid is not None and not isinstance(kid, str):
+        raise IdTokenError(name, "id_token header's kid is not a string")
+    if metadata.jwks_uri is None:
+        raise DiscoveryError(name, "discovery document has no jwks_uri to verify ID tokens with")
+    candidates = _matching_keys(discovery.signing_keys(source, metadata.jwks_uri), algorithm, kid)
+    if not candidates:
+        keys = discovery.signing_keys(source, metadata.jwks_uri, unknown_kid=True)
+        candidates = _matching_keys(keys, algorithm, kid)
+    if not candidates:
+        raise IdTokenError(name, "no key of the provider's key set matches the id_token's kid")
+    registry = jws.JWSRegistry(algorithms=[algorithm], strict_check_header=False)
+    claims: dict[str, Any] | None = None
+    for key in candidates:
+        try:
+            claims = dict(jwt.decode(id_token, key, registry=registry).claims)
+            break
+        except BadSignatureError:
+            continue
+        except (JoseError, ValueError, TypeError) as error:
+            raise IdTokenError(
+                name, f"id_token could not be verified ({type(error).__name__})"
+            ) from None
+    if claims is None:
+        raise IdTokenError(name, "id_token signature is not valid")
+    check_claims(
+        name,
+        settings,
+        claims,
+        metadata,
+        nonce=nonce,
+        subject=subject,
+        extra_issuers=extra_issuers,
+    )
+    return claims
+
+
+def check_claims(
+    provider: str,
+    settings: OAuth2Settings,
+    claims: dict[str, Any],
+    metadata: ProviderMetadata,
+    *,
+    nonce: str | None,
+    subject: str | None = None,
+    extra_issuers: frozenset[str] = frozenset(),
+) -> None:
+    """Check the claims of an ID token whose signature was verified (see
+    :func:`verify_id_token` for the parameters).
+
+    :raises IdTokenError: naming the claim that failed, never its value.
+    """
+    from joserfc import jwt
+    from joserfc.errors import ClaimError, ExpiredTokenError, MissingClaimError
+
+    checks = jwt.JWTClaimsRegistry(
+        leeway=id_token_leeway(settings),
+        iss={"essential": True},
+        sub={"essential": True},
+        aud={"essential": True},
+        exp={"essential": True},
+        iat={"essential": True},
+    )
+    try:
+        checks.validate(claims)
+    except ExpiredTokenError:
+        raise IdTokenError(provider, "id_token has expired (exp)") from None
+    except MissingClaimError as error:
+        raise IdTokenError(provider, f"id_token lacks the claims {error.claim}") from None
+    except ClaimError as error:
+        raise IdTokenError(provider, f"id_token claim {error.claim!r} is not valid") from None
+    issuer, audience = claims["iss"], claims["aud"]
+    audiences = [audience] if isinstance(audience, str) else audience
+    if not (
+        isinstance(issuer, str)
+        and isinstance(claims["sub"], str)
+        and isinstance(audiences, list)
+        and all(isinstance(item, str) for item in audiences)
+    ):
+        raise IdTokenError(provider, "id_token iss, sub or aud is not a string")
+    if issuer != discovery.expected_token_issuer(metadata, claims) and issuer not in extra_issuers:
+        raise IdTokenError(provider, "id_token iss is not the provider's issuer")
+    client_id = settings.client_id
+    if client_id not in audiences:
+        raise IdTokenError(provider, "id_token aud does not name this client")
+    authorized_party = claims.get("azp")
+    if len(audiences) > 1 and authorized_party is None:
+        raise IdTokenError(provider, "id_token has several audiences and no azp")
+    if authorized_party is not None and authorized_party != client_id:
+        raise IdTokenError(provider, "id_token azp is not this client")
+    if nonce is not None:
+        value = claims.get("nonce")
+        if not isinstance(value, str) or not hmac.compare_digest(
+            value.encode("utf-8"), nonce.encode("utf-8")
+        ):
+            raise IdTokenError(provider, "id_token nonce is not the one of this sign-in")
+    if subject is not None and claims["sub"] != subject:
+        raise IdTokenError(provider, "id_token sub is not the user the token was issued for")
+
+
+def verify_token_response(
+    source: Source,
+    settings: OAuth2Settings,
+    info: OAuth2Info,
+    issuer: str,
+    *,
+    nonce: str | None,
+    required: bool = True,
+    subject: str | None = None,
+    extra_issuers: frozenset[str] = frozenset(),
+) -> OAuth2Info:
+    """Verify the ID token of a token response; ``info`` with :attr:`OAuth2Info.id_token_claims`.
+
+    :param issuer: The provider's configured issuer (its discovery document is read through
+        ``source``, from the cache when it can be).
+    :param nonce: See :func:`verify_id_token`.
+    :param required: Whether a response without ``id_token`` is an error (a code exchange with
+        the ``openid`` scope) or accepted as it is (a refresh, where it is optional).
+    :param subject: See :func:`verify_id_token`.
+    :param extra_issuers: See :func:`verify_id_token`.
+    :raises IdTokenError: when the ID token is missing (if required) or not valid.
+    :raises DiscoveryError: when the discovery document or key set cannot be read.
+    """
+    id_token = info.params.get("id_token")
+    if id_token is None:
+        if required:
+            raise IdTokenError(
+                source.provider,
+                "token response has no id_token although the scope asks for openid",
+            )
+        return info
+    metadata = discovery.provider_metadata(source, settings, issuer)
+    claims = verify_id_token(
+        source,
+        settings,
+        id_token,
+        metadata,
+        nonce=nonce,
+        subject=subject,
+        extra_issuers=extra_issuers,
+    )
+    logger.info("%s: id_token verified", source.provider)
+    return dataclasses.replace(info, id_token_claims=claims)

@@ -137,8 +137,8 @@ def settings_problems(settings: OAuth2Settings, *, verifies: bool) -> list[Confi
             ConfigurationProblem(
                 None,
                 "scope",
-                "asks for 'openid', and verifying ID tokens needs the joserfc library:"
-                " pip install 'flask-social-oauth2[oidc]'",
+                "asks for 'openid', and verifying ID tokens needs the joserfc library, a"
+                " dependency of flask-social-oauth2 that is missing: pip install joserfc",
             )
         )
     return problems

@@ -2,7 +2,7 @@
 
 :class:`SocialProvider` is the interface the specification names; :class:`OAuth2Provider` runs
 the flow and reads a profile. Built-in providers (``flask_social_oauth2.providers``) subclass
-it and state only their default profile address, their profile mapping and their real quirks.
+it through one shared class driven by each provider's declarative facts.
 """
 
 from __future__ import annotations
@@ -621,7 +621,7 @@ class OAuth2Provider(SocialProvider):
         """
         if not isinstance(raw, Mapping):
             raise ProfileRetrievalError(self.name, "profile answer is not a JSON object")
-        profile = self.profile_fields.extract(self.name, raw)
+        profile = self.profile_fields.extract(self.name, raw, info.params)
         if profile is None:
             raise ProfileRetrievalError(self.name, "profile answer has no user id")
         return profile

@@ -105,7 +105,10 @@ def test_default_success_keeps_the_profile_in_the_session(idp_app: Flask) -> Non
     assert profile.first_name == "Alice"
     assert profile.last_name == "Example"
     assert profile.email == "alice@example.test"
+    assert profile.email_verified is True
+    assert profile.username == "alice"
     assert profile.avatar_url is not None
+    assert profile.avatar_url.startswith("http://127.0.0.1:")
 
 
 def test_signals_are_sent(idp_app: Flask, idp: LocalIdentityProvider) -> None:

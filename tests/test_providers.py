@@ -40,6 +40,7 @@ from flask_social_oauth2.errors import (
     ProfileRetrievalError,
     UnexpectedResponseError,
 )
+from flask_social_oauth2.profile_fields import ProfileFields
 from flask_social_oauth2.provider import OAuth2Provider
 from flask_social_oauth2.providers import (
     BUILTIN_PROVIDERS,
@@ -48,6 +49,8 @@ from flask_social_oauth2.providers import (
     FacebookProvider,
     docs,
 )
+from flask_social_oauth2.providers.base import provider_class
+from flask_social_oauth2.providers.facts import ProviderFacts
 
 GitHubProvider: Final = BUILTIN_PROVIDERS["github"]
 KeycloakProvider: Final = BUILTIN_PROVIDERS["keycloak"]
@@ -1594,3 +1597,77 @@ def test_init_block_of_the_facts_loads(name: str) -> None:
     settings = OAuth2Settings.from_config(loaded[name], provider=name)
     assert BUILTIN_PROVIDERS[name].settings_problems(settings) == []
     assert f"${{{docs.env_name(name)}_CLIENT_SECRET}}" in text
+
+
+def test_linkedin_lite_profile_names_come_from_the_localized_objects(server: FaultServer) -> None:
+    """The legacy ``/v2/me`` with ``r_liteprofile`` alone has no ``localizedFirstName``."""
+    server.set("/v2/me", Behaviour.json(fixture("linkedin.lite")))
+    app, social = make_app({"linkedin": block_for(server, "linkedin", "/v2/me")})
+    with app.app_context():
+        profile = provider_of(social, "linkedin").retrieve_profile(
+            OAuth2Info(access_token=ACCESS_TOKEN)
+        )
+    expected = expect("yrZCpj2Z12", first="Bob", last="Smith", full="Bob Smith")
+    assert profile_values(profile) == dict(expected)
+
+
+# -- a new provider is one declarative entry ---------------------------------------------------
+
+ACME_FACTS: Final = ProviderFacts(
+    name="acme",
+    title="Acme",
+    class_name="AcmeProvider",
+    authorization_url="https://id.acme.example/authorize",
+    token_url="https://id.acme.example/token",
+    profile_url="https://api.acme.example/me",
+    profile=ProfileFields(
+        provider_key="id",
+        username="login",
+        full_name="name",
+        email="mail",
+        email_verified="mail_ok",
+    ),
+    profile_in_token_answer="owner.user",
+    api_token_scheme="OAuth",
+    api_headers={"Accept": "application/vnd.acme+json; version=3"},
+    docs="Sign in with Acme.",
+)
+
+
+def acme_sign_in(server: FaultServer, token: Mapping[str, Any]) -> SocialProfile:
+    server.set("/token", Behaviour.json(token))
+    server.set("/me", Behaviour.json({"id": 7, "login": "ada", "mail": "a@x.example"}))
+    acme = provider_class(ACME_FACTS)
+    app, social = make_app(
+        {"acme": block_for(server, "acme", "/me")}, provider_classes={"acme": acme}
+    )
+    with app.app_context():
+        provider = provider_of(social, "acme")
+        assert type(provider) is acme
+        info = provider.exchange_code(CODE, redirect_uri=REDIRECT_URI, verifier=None)
+        return provider.retrieve_profile(info)
+
+
+def test_a_provider_defined_only_by_facts_uses_its_token_scheme_and_headers(
+    server: FaultServer,
+) -> None:
+    profile = acme_sign_in(server, {"access_token": ACCESS_TOKEN, "token_type": "bearer"})
+    assert (profile.provider_key, profile.username, profile.email) == ("7", "ada", "a@x.example")
+    assert profile.email_verified is None
+    request = only_request(server, "/me")
+    assert request.headers["Authorization"] == f"OAuth {ACCESS_TOKEN}"
+    assert request.headers["Accept"] == "application/vnd.acme+json; version=3"
+
+
+def test_a_provider_defined_only_by_facts_reads_the_user_from_the_token_answer(
+    server: FaultServer,
+) -> None:
+    owner = {"user": {"id": "u-9", "name": "Ada L", "mail": "ada@x.example", "mail_ok": "true"}}
+    token = {"access_token": ACCESS_TOKEN, "token_type": "bearer", "owner": owner}
+    profile = acme_sign_in(server, token)
+    assert (profile.provider_key, profile.full_name, profile.email_verified) == (
+        "u-9",
+        "Ada L",
+        True,
+    )
+    assert server.count("/me") == 0

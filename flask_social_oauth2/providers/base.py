@@ -130,6 +130,12 @@ class BuiltinProvider(OAuth2Provider):
             headers["User-Agent"] = self.user_agent
         return headers
 
+    def authorization(self, info: OAuth2Info) -> dict[str, str]:
+        """The ``Authorization`` header of an API call when the provider wants another scheme
+        than ``Bearer`` (which :meth:`request_json` sets itself)."""
+        scheme = self.facts.api_token_scheme
+        return {} if scheme == "Bearer" else {"Authorization": f"{scheme} {info.access_token}"}
+
     def profile_query(self, info: OAuth2Info) -> dict[str, str]:
         """The query parameters of the profile request."""
         return {param.name: param.value(self.settings) for param in self.facts.profile_params}
@@ -145,7 +151,7 @@ class BuiltinProvider(OAuth2Provider):
     def fetch_profile(self, info: OAuth2Info) -> Mapping[str, Any]:
         facts = self.facts
         if facts.profile_in_token_answer is not None:
-            given = info.params.get(facts.profile_in_token_answer)
+            given = lookup(info.params, facts.profile_in_token_answer)
             if isinstance(given, Mapping):
                 return given
         url = self.profile_url
@@ -156,8 +162,10 @@ class BuiltinProvider(OAuth2Provider):
         bearer: OAuth2Info | None = info
         if Quirk.TOKEN_IN_FORM_BODY in facts.quirks:
             data, bearer = self.profile_form(info), None
-        elif data is not None:
-            headers.update(_JSON)
+        else:
+            headers.update(self.authorization(info))
+            if data is not None:
+                headers.update(_JSON)
         raw: Mapping[str, Any] = self.request_json(
             facts.profile_method,
             url,
@@ -212,7 +220,8 @@ class BuiltinProvider(OAuth2Provider):
         the list cannot be read: the sign-in goes on without an address)."""
         listing = self.facts.email_list
         assert listing is not None
-        answer = self.optional_json(self.emails_url, info, "e-mail request", self.api_headers())
+        headers = self.api_headers() | self.authorization(info)
+        answer = self.optional_json(self.emails_url, info, "e-mail request", headers)
         entries = lookup(answer, listing.entries) if listing.entries else answer
         return primary_email(
             entries, address=listing.address, primary=listing.primary, verified=listing.verified

@@ -172,10 +172,12 @@ _INTRO: Final = """\
 <!-- Generated from flask_social_oauth2/providers/*.py by
      `python -m flask_social_oauth2.providers.docs`: edit the provider's facts, not this page. -->
 
-{count} providers are built in. A configuration block whose name is a built-in provider
-(`github`, `google`, ...) gets that provider's class: it knows the provider's profile address,
-reads its profile JSON into a `SocialProfile`, and handles the provider's real quirks. Every
-other name gets the generic provider (see [Generic providers](#generic-providers)).
+Built-in providers: {count}.
+
+A configuration block whose name is a built-in provider (`github`, `google`, ...) gets that
+provider's class: it knows the provider's profile address, reads its profile JSON into a
+`SocialProfile`, and handles the provider's real quirks. Every other name gets the generic
+provider (see [Generic providers](#generic-providers)).
 
 Each block below is ready to paste into your providers YAML file
 (`SOCIAL_OAUTH2_PROVIDERS_FILE`) or, as a dict, into `SOCIAL_OAUTH2_PROVIDERS`;
@@ -211,9 +213,9 @@ Rules common to every provider:
   `client_secret_basic`) to override how the client authenticates at the token endpoint, and
   `issuer` / `discoveryURL` (OpenID Connect discovery, ID token verification and the RFC 9207
   `iss` check on the callback: see [OpenID Connect](openid-connect.md)).
-* {openid} are OpenID Connect providers: when the scope asks for `openid`, their issuer is
-  known (fixed, or derived from `accessTokenURL` for the per-tenant ones) and every ID token is
-  verified.
+* OpenID Connect providers: when the scope asks for `openid`, their issuer is known (fixed, or
+  derived from `accessTokenURL` for the per-tenant ones) and every ID token is verified:
+  {openid}.
 * Scopes are one string, entries separated by a space, exactly as the provider defines them
   ({commas} use commas instead).
 """

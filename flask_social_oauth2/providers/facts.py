@@ -154,7 +154,10 @@ class ProviderFacts:
     profile_form: tuple[Param, ...] = ()
     #: Headers of every API call.
     api_headers: Mapping[str, str] = field(default_factory=lambda: _EMPTY)
-    #: The field of the token answer that already holds the profile (Strava's ``athlete``).
+    #: The scheme of the ``Authorization`` header of API calls (Yandex: ``OAuth``).
+    api_token_scheme: str = "Bearer"
+    #: Dotted path of the token answer's field that already holds the profile (Strava's
+    #: ``athlete``); the profile address is called only when it is absent.
     profile_in_token_answer: str | None = None
     email_list: EmailList | None = None
     quirks: frozenset[Quirk] = frozenset()

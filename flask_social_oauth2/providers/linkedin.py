@@ -24,6 +24,7 @@ FACTS: Final = ProviderFacts(
     scope=("openid", "profile", "email"),
     profile=ProfileFields(
         provider_key=("sub", "id"),
+        username="vanityName",
         first_name=("given_name", "localizedFirstName"),
         last_name=("family_name", "localizedLastName"),
         full_name="name",
@@ -42,7 +43,8 @@ redirect URLs*. The profile is LinkedIn's OpenID Connect userinfo, with `email_v
 Apps still on the legacy member API (`apiURL: https://api.linkedin.com/v2/me`, with scopes
 `r_liteprofile r_emailaddress`) get the names from `localizedFirstName`/`localizedLastName`,
 else from `firstName.localized` / `lastName.localized` in the member's `preferredLocale`
-(e.g. `en_US`). They name the two extra calls that API needs in `customProperties`; each is
+(e.g. `en_US`), and `username` from `vanityName` (with `r_basicprofile`). They name the two
+extra calls that API needs in `customProperties`; each is
 made only when the field is missing from the profile:
 
 * `emailURL`: e.g.

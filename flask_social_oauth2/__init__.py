@@ -1,10 +1,18 @@
-"""Sign in with OAuth 2.0 providers in Flask."""
+"""Sign in with OAuth 2.0 providers in Flask.
+
+The public names are imported on first use (PEP 562), so that importing a submodule, such
+as the pytest plugin that every test run of a project loads, costs nothing else.
+"""
 
 from __future__ import annotations
 
-from .extension import SocialOAuth2
-from .provider import OAuth2Provider, SocialProvider
-from .settings import OAuth2Info, OAuth2Settings, SocialProfile
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .extension import SocialOAuth2
+    from .provider import OAuth2Provider, SocialProvider
+    from .settings import OAuth2Info, OAuth2Settings, SocialProfile
 
 __all__ = [
     "OAuth2Info",
@@ -14,3 +22,25 @@ __all__ = [
     "SocialProfile",
     "SocialProvider",
 ]
+
+_HOMES = {
+    "OAuth2Info": "settings",
+    "OAuth2Provider": "provider",
+    "OAuth2Settings": "settings",
+    "SocialOAuth2": "extension",
+    "SocialProfile": "settings",
+    "SocialProvider": "provider",
+}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(f".{home}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -1,7 +1,7 @@
-"""Test an app's sign-in without the network: a pytest plugin and helpers.
+"""Test an app's sign-in without the network: helpers, and the fixture of the pytest plugin.
 
-Installing flask-social-oauth2 registers this module as the pytest plugin ``social_oauth2``,
-which offers one fixture, :func:`social_idp`: a started
+Installing flask-social-oauth2 registers the pytest plugin ``social_oauth2``
+(:mod:`flask_social_oauth2.pytest_plugin`), which offers one fixture, ``social_idp``: a started
 :class:`~flask_social_oauth2.local_idp.LocalIdentityProvider`, a real OAuth 2.0 / OpenID
 Connect authorization server on loopback. With it an app's own tests run the whole flow::
 
@@ -22,9 +22,9 @@ Connect authorization server on loopback. With it an app's own tests run the who
         response = sign_in(client, "github", deny="access_denied")
         assert response.status_code == 403
 
-The plugin is loaded in every test run of every project that installs this package, so this
-module imports nothing beyond Flask and pytest: the local identity provider (which needs
-Authlib) is imported only when a helper or the fixture uses it.
+The plugin module imports only pytest; this module is imported when the fixture or a helper
+is first used, and the local identity provider (which needs Authlib) only when a helper or
+the fixture needs it.
 """
 
 from __future__ import annotations
@@ -39,7 +39,6 @@ from types import MappingProxyType, ModuleType
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import urlsplit
 
-import pytest
 from flask import Flask
 from flask.testing import FlaskClient
 from werkzeug.test import TestResponse
@@ -56,8 +55,8 @@ __all__ = [
     "DEFAULT_SCOPE",
     "local_idp",
     "local_idp_block",
+    "require_local_idp",
     "sign_in",
-    "social_idp",
     "use_local_idp",
 ]
 
@@ -78,7 +77,12 @@ _running: dict[str, LocalIdentityProvider] = {}
 _flow_locks: dict[int, threading.Lock] = {}
 
 
-def _local_idp_module() -> ModuleType:
+def require_local_idp() -> ModuleType:
+    """Import the local identity provider.
+
+    :return: :mod:`flask_social_oauth2.local_idp`.
+    :raises ImportError: with an install hint when Authlib or joserfc is missing.
+    """
     try:
         from . import local_idp as module
     except ImportError as error:
@@ -105,7 +109,7 @@ def local_idp(
         ``iss_parameter``, ...).
     :raises ImportError: with an install hint when Authlib is missing.
     """
-    module = _local_idp_module()
+    module = require_local_idp()
     provider: LocalIdentityProvider = module.LocalIdentityProvider(host, port, **options)
     with provider:
         origin = _origin(provider.url)
@@ -118,26 +122,6 @@ def local_idp(
                 if _running.get(origin) is provider:
                     del _running[origin]
                 _flow_locks.pop(id(provider), None)
-
-
-@pytest.fixture
-def social_idp() -> Iterator[LocalIdentityProvider]:
-    """A started local identity provider (a real OAuth 2.0 / OpenID Connect server on
-    loopback), stopped after the test.
-
-    Point a provider at it with :func:`use_local_idp` or :func:`local_idp_block`, then run
-    sign-ins with :func:`sign_in`. Its knobs (``deny_next``, ``fail_next_token``,
-    ``auto_approve``) and records (``token_requests``, ...) are there for the test.
-    """
-    missing = None
-    try:
-        _local_idp_module()
-    except ImportError as error:
-        missing = str(error)
-    if missing is not None:
-        pytest.fail(missing, pytrace=False)
-    with local_idp() as provider:
-        yield provider
 
 
 def _redirect_uris(redirect_url: str, hosts: Iterable[str]) -> list[str]:
@@ -299,7 +283,7 @@ def sign_in(
     """
     if deny is not None and token_failure is not None:
         raise ValueError("give deny or token_failure, not both: a refused flow has no token")
-    module = _local_idp_module()
+    module = require_local_idp()
     if user is None:
         user = module.LocalUser.from_name_email("Test User", "test.user@example.test")
     app = client.application

@@ -8,9 +8,12 @@ Fixtures live in conftest.py; everything a test imports by name lives here.
 from __future__ import annotations
 
 import logging
+import signal
+import subprocess
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit
@@ -321,3 +324,36 @@ def start_fake(client: Any) -> dict[str, str]:
 
 def finish_fake(client: Any, state: str) -> Any:
     return client.get("/authenticate/fake", query_string={"code": "the-code", "state": state})
+
+
+def stop_process(process: subprocess.Popen[Any], grace: float = 10) -> None:
+    """Stop a child process, waiting at most ``grace`` seconds for each step: Ctrl-C
+    (SIGINT, so that it can clean up), then SIGTERM, then SIGKILL. A child that ignores the
+    first two still ends, and the caller never hangs in :meth:`subprocess.Popen.wait`."""
+    steps: list[Callable[[], None]] = [
+        lambda: process.send_signal(signal.SIGINT),
+        process.terminate,
+        process.kill,
+    ]
+    for step in steps:
+        if process.poll() is not None:
+            return
+        step()
+        try:
+            process.wait(timeout=grace)
+        except subprocess.TimeoutExpired:
+            continue
+        return
+
+
+@contextmanager
+def child_process(
+    args: Sequence[str], grace: float = 10, **popen: Any
+) -> Iterator[subprocess.Popen[str]]:
+    """Run ``args`` (text mode) for the ``with`` block; stopped with :func:`stop_process` on
+    every way out, an interrupted test run included, and its pipes closed."""
+    with subprocess.Popen(args, text=True, **popen) as process:
+        try:
+            yield process
+        finally:
+            stop_process(process, grace)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import re
 import secrets
-import signal
 import socket
 import subprocess
 import sys
@@ -17,6 +16,7 @@ import pytest
 import requests
 from flask import Flask
 from flask.testing import FlaskClient
+from helpers import child_process, stop_process
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -203,15 +203,13 @@ def test_run_example_listens_on_loopback_only() -> None:
 
 
 def test_python_m_example_app_prints_where_to_go_and_serves() -> None:
-    process = subprocess.Popen(
+    with child_process(
         [sys.executable, "-m", "example_app", "--port", "0", "--idp-port", "0"],
         cwd=ROOT,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
-        text=True,
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
-    )
-    try:
+    ) as process:
         assert process.stdout is not None
         lines = []
         deadline = time.monotonic() + 30
@@ -227,8 +225,7 @@ def test_python_m_example_app_prints_where_to_go_and_serves() -> None:
         assert "github (off)        set GITHUB_CLIENT_ID, GITHUB_CLIENT_SECRET" in output
         page = requests.get(match.group(1), timeout=10)
         assert 'id="provider-local"' in page.text
-    finally:
-        process.send_signal(signal.SIGINT)
+        stop_process(process)
         out, err = process.communicate(timeout=20)
     assert process.returncode == 0, err
     assert "Stopped." in out

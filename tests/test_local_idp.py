@@ -9,7 +9,6 @@ import json
 import logging
 import os
 import secrets
-import signal
 import subprocess
 import sys
 import threading
@@ -23,6 +22,7 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 import pytest
 import requests
 from authlib.oidc.discovery import OpenIDProviderMetadata
+from helpers import child_process, stop_process
 from joserfc import jwt
 from joserfc.errors import BadSignatureError
 from joserfc.jwk import KeySet
@@ -1127,7 +1127,7 @@ def test_create_idp_app_with_the_flask_test_client() -> None:
 def test_command_line_runs_in_the_foreground() -> None:
     root = Path(__file__).resolve().parent.parent
     env = {**os.environ, "PYTHONPATH": str(root), "PYTHONWARNINGS": "error"}
-    with subprocess.Popen(
+    with child_process(
         [
             sys.executable,
             "-m",
@@ -1145,7 +1145,6 @@ def test_command_line_runs_in_the_foreground() -> None:
         ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
-        text=True,
         env=env,
     ) as process:
         stderr = run_command_line_checks(process)
@@ -1175,8 +1174,7 @@ def run_command_line_checks(process: subprocess.Popen[str]) -> str:
         response = flow.token(flow.code())
         assert response.status_code == 200
     finally:
-        process.send_signal(signal.SIGINT)
-        process.wait(timeout=30)
+        stop_process(process)
         reader.join(timeout=5)
     assert process.stderr is not None
     return process.stderr.read()

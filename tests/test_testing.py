@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -101,7 +102,7 @@ def plugin_only(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     whether or not the package is installed (its entry point would load it too)."""
     monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
     monkeypatch.setenv("PYTHONPATH", str(ROOT))
-    return ["-p", "flask_social_oauth2.testing", "-W", "error", "-p", "no:cacheprovider"]
+    return ["-p", "flask_social_oauth2.pytest_plugin", "-W", "error", "-p", "no:cacheprovider"]
 
 
 def test_an_apps_tests_use_the_fixture_and_helpers(
@@ -147,7 +148,7 @@ def test_without_authlib_the_plugin_loads_and_the_fixture_says_what_to_install(
     assert "Traceback" not in output
 
 
-def test_importing_the_plugin_does_not_import_authlib() -> None:
+def test_importing_the_helpers_does_not_import_authlib() -> None:
     code = textwrap.dedent(
         """
         import sys
@@ -160,9 +161,49 @@ def test_importing_the_plugin_does_not_import_authlib() -> None:
     subprocess.run([sys.executable, "-c", code], check=True, cwd=ROOT, timeout=60)
 
 
+#: Run by pytest in a fresh interpreter, with the package's plugin loaded from its entry point
+#: (the other installed plugins, which have their own imports, switched off): what the plugin
+#: costs a project that never uses it.
+_UNUSED_PLUGIN_RUN = """
+import sys
+import pytest
+
+class Watch:
+    def pytest_collection_finish(self, session):
+        manager = session.config.pluginmanager
+        assert manager.has_plugin("social_oauth2"), "the plugin is not loaded"
+        assert hasattr(manager.get_plugin("social_oauth2"), "social_idp")
+        heavy = ("requests", "urllib3", "oauthlib", "yaml", "authlib",
+                 "flask_social_oauth2.provider")
+        print("LOADED", sorted(name for name in heavy if name in sys.modules))
+
+sys.exit(pytest.main(
+    ["-q", "-p", "no:cacheprovider", "-p", "no:pytest_flask_dance", "-p", "no:hypothesispytest",
+     sys.argv[1]],
+    plugins=[Watch()],
+))
+"""
+
+
+def test_the_plugin_costs_nothing_when_unused(tmp_path: Path) -> None:
+    (tmp_path / "test_unrelated.py").write_text("def test_unrelated():\n    assert True\n")
+    run = subprocess.run(
+        [sys.executable, "-c", _UNUSED_PLUGIN_RUN, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=120,
+        env={key: value for key, value in os.environ.items() if key != "PYTEST_ADDOPTS"},
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "LOADED []" in run.stdout, run.stdout
+
+
 def test_the_plugin_entry_point_is_declared() -> None:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
-    assert project["entry-points"]["pytest11"] == {"social_oauth2": "flask_social_oauth2.testing"}
+    assert project["entry-points"]["pytest11"] == {
+        "social_oauth2": "flask_social_oauth2.pytest_plugin"
+    }
 
 
 # -- the helpers, used directly ------------------------------------------------------------------

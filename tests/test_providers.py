@@ -1671,3 +1671,15 @@ def test_a_provider_defined_only_by_facts_reads_the_user_from_the_token_answer(
         True,
     )
     assert server.count("/me") == 0
+
+
+def test_docs_table_says_where_email_verified_comes_from() -> None:
+    rows = {
+        line.split(" | ")[0].strip("| "): line.split(" | ")[3]
+        for line in docs.table(PROVIDER_FACTS).splitlines()[2:]
+    }
+    assert rows["spotify"] == "always `False` (documented)"
+    assert rows["google"] == "`email_verified`"
+    assert rows["microsoft"] == "`None` (not said)"
+    assert rows["reddit"] == "no e-mail"
+    assert rows["bitbucket"].startswith("`True` from the list's verified entry")

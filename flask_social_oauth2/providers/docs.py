@@ -111,6 +111,22 @@ def _quirks(facts: ProviderFacts) -> str:
     return "; ".join(found)
 
 
+def _verified(facts: ProviderFacts) -> str:
+    """How the table shows where ``email_verified`` comes from."""
+    verified = facts.profile.email_verified
+    if facts.email_list is not None:
+        listed = "`True` from the list's verified entry"
+        return listed if facts.profile.email is None else f"{listed}; `None` for a public address"
+    if facts.profile.email is None:
+        return "no e-mail"
+    if isinstance(verified, bool):
+        return f"always `{verified}` (documented)"
+    if verified is None:
+        return "`None` (not said)"
+    paths = (verified,) if isinstance(verified, str) else verified
+    return ", ".join(map(_code, paths))
+
+
 def _names(items: Sequence[ProviderFacts]) -> str:
     names = [facts.name for facts in items]
     return ", ".join(names[:-1]) + f" and {names[-1]}" if len(names) > 1 else "".join(names)
@@ -120,12 +136,15 @@ def table(facts_by_name: Mapping[str, ProviderFacts]) -> str:
     """The overview table of the page."""
     rows = [
         "| provider | profile address (without `apiURL`) | quirks handled"
-        " | `customProperties` read |",
-        "|---|---|---|---|",
+        " | `email_verified` | `customProperties` read |",
+        "|---|---|---|---|---|",
     ]
     for name, facts in facts_by_name.items():
         properties = ", ".join(map(_code, facts.custom_properties)) or "—"
-        rows.append(f"| {name} | {_profile_address(facts)} | {_quirks(facts)} | {properties} |")
+        rows.append(
+            f"| {name} | {_profile_address(facts)} | {_quirks(facts)} | {_verified(facts)}"
+            f" | {properties} |"
+        )
     return "\n".join(rows)
 
 

@@ -25,7 +25,9 @@ from flask import (
     Flask,
     Response,
     current_app,
+    flash,
     g,
+    get_flashed_messages,
     redirect,
     render_template,
     request,
@@ -41,7 +43,10 @@ from flask_social_oauth2.errors import (
     AuthenticationError,
     ConfigurationError,
     ConfigurationProblem,
+    StateError,
 )
+
+from .access_log import hide_callback_queries
 
 __all__ = ["PROVIDERS_FILE", "create_app", "select_blocks"]
 
@@ -170,7 +175,9 @@ def create_app(
     app.config.update(config or {})
     social = SocialOAuth2(app)
     social.on_error(_sign_in_failed)
+    hide_callback_queries(app.config["SOCIAL_OAUTH2_URL_RULE"])
     app.register_blueprint(bp)
+    app.register_error_handler(404, _not_found)
     app.before_request(_make_nonce)
     app.after_request(_security_headers)
     return app
@@ -222,7 +229,9 @@ def index() -> ResponseReturnValue:
         ProviderChoice(name, *_label(name), missing=variables)
         for name, variables in current_app.config["EXAMPLE_DISABLED_PROVIDERS"].items()
     ]
-    return _render("signin.html", enabled=enabled, disabled=disabled)
+    return _render(
+        "signin.html", enabled=enabled, disabled=disabled, notices=get_flashed_messages()
+    )
 
 
 @bp.get("/favicon.ico")
@@ -270,10 +279,14 @@ def sign_out() -> ResponseReturnValue:
             code=400,
         )
     session.clear()
+    flash("You are signed out.")
     return redirect(url_for(".index"), code=303)
 
 
 def _sign_in_failed(provider_name: str, error: AuthenticationError) -> ResponseReturnValue:
+    if isinstance(error, StateError) and isinstance(session.get(PROFILE_KEY), dict):
+        # Back to a used callback after signing in: the flow is over, the user is signed in.
+        return redirect(url_for("example.profile"))
     title = "Sign-in cancelled" if isinstance(error, AccessDeniedError) else "Sign-in failed"
     return _render(
         "error.html",
@@ -282,4 +295,30 @@ def _sign_in_failed(provider_name: str, error: AuthenticationError) -> ResponseR
         message=error.public_message,
         provider_label=_label(provider_name)[0],
         code=error.status_code,
+    )
+
+
+def _not_found(error: Exception) -> ResponseReturnValue:
+    provider = (request.view_args or {}).get("provider")
+    if request.endpoint != "social_oauth2.authenticate" or not isinstance(provider, str):
+        return _render(
+            "error.html",
+            404,
+            title="Page not found",
+            message="There is no page at this address.",
+            provider_label=None,
+            code=404,
+        )
+    missing = current_app.config["EXAMPLE_DISABLED_PROVIDERS"].get(provider)
+    if missing:
+        message = f"{_label(provider)[0]} is not configured: set {', '.join(missing)} and restart."
+    else:
+        message = "This example has no provider of that name."
+    return _render(
+        "error.html",
+        404,
+        title="Unknown provider",
+        message=message,
+        provider_label=None,
+        code=404,
     )

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import secrets
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,7 +18,8 @@ import pytest
 import requests
 from flask import Flask
 from flask.testing import FlaskClient
-from helpers import child_process, stop_process
+from helpers import callback_path, child_process, follow_to_provider, query_of, stop_process
+from werkzeug.serving import make_server
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -261,3 +264,100 @@ def test_a_taken_port_is_a_clear_message() -> None:
     assert f"cannot listen on 127.0.0.1:{port} (--port)" in result.stderr
     assert "Choose free ports" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+# -- after sign-in, unknown pages, sign-out, the access log --------------------------------------
+
+
+def test_back_to_the_callback_after_signing_in_shows_the_profile(
+    local: tuple[Flask, LocalIdentityProvider],
+) -> None:
+    app, idp = local
+    client = app.test_client()
+    started = client.get("/authenticate/local", query_string={"next": "/profile"})
+    idp.auto_approve = ADA
+    callback = callback_path(follow_to_provider(started.headers["Location"]))
+    assert client.get(callback).headers["Location"] == "/profile"
+    again = client.get(callback)  # the browser's Back button
+    assert again.status_code == 302
+    assert again.headers["Location"] == "/profile"
+    stranger = app.test_client().get(callback)  # not signed in: the failure stays a failure
+    assert stranger.status_code == 400
+    assert '<h1 id="error-title">Sign-in failed</h1>' in stranger.get_data(as_text=True)
+
+
+@pytest.mark.parametrize(
+    ("path", "title", "message"),
+    [
+        (
+            "/authenticate/google",
+            "Unknown provider",
+            "Google is not configured: set GOOGLE_CLIENT_ID, GOOGLE_CLIENT_SECRET and restart.",
+        ),
+        ("/authenticate/nope", "Unknown provider", "This example has no provider of that name."),
+        ("/nowhere", "Page not found", "There is no page at this address."),
+    ],
+)
+def test_unknown_pages_and_providers_get_the_apps_404_page(
+    path: str, title: str, message: str
+) -> None:
+    response = create_app(GITHUB).test_client().get(path)
+    page = response.get_data(as_text=True)
+    assert response.status_code == 404
+    assert response.mimetype == "text/html"
+    assert f'<h1 id="error-title">{title}</h1>' in page
+    assert message in page
+    nonce = re.search(r'<style nonce="([^"]+)">', page)
+    assert nonce is not None, "not the app's styled page"
+    assert f"'nonce-{nonce.group(1)}'" in response.headers["Content-Security-Policy"]
+
+
+def test_signing_out_says_so_once(local: tuple[Flask, LocalIdentityProvider]) -> None:
+    app, _ = local
+    client = app.test_client()
+    sign_in(client, "local", ADA)
+    signed_out = client.post(
+        "/sign-out", data={"csrf_token": csrf_token(client)}, follow_redirects=True
+    )
+    assert signed_out.request.path == "/"
+    assert '<p class="notice" id="notice" role="status">You are signed out.</p>' in (
+        signed_out.get_data(as_text=True)
+    )
+    assert "You are signed out." not in client.get("/").get_data(as_text=True)
+
+
+def test_the_development_servers_access_log_hides_callback_codes(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with local_idp() as idp:
+        secret = secrets.token_urlsafe(16)
+        app = create_app({"LOCAL_IDP_URL": idp.url, "LOCAL_IDP_CLIENT_SECRET": secret})
+        # Werkzeug's own request handler, as `flask run` uses it.
+        server = make_server("127.0.0.1", 0, app, threaded=True)
+        thread = threading.Thread(target=server.serve_forever, daemon=True)
+        thread.start()
+        try:
+            base = f"http://127.0.0.1:{server.port}"
+            local_idp_block(
+                idp, "local", client_id=CLIENT_ID, client_secret=secret, hosts=[base[7:]]
+            )
+            idp.auto_approve = ADA
+            browser = requests.Session()
+            with caplog.at_level(logging.INFO, logger="werkzeug"):
+                started = browser.get(
+                    f"{base}/authenticate/local?next=/profile", allow_redirects=False, timeout=10
+                )
+                callback = follow_to_provider(started.headers["Location"])
+                finished = browser.get(callback, allow_redirects=False, timeout=10)
+        finally:
+            server.shutdown()
+            thread.join(10)
+            server.server_close()
+    assert finished.headers["Location"] == "/profile"
+    query = query_of(callback)
+    lines = [r.getMessage() for r in caplog.records if r.name == "werkzeug"]
+    assert any("GET /authenticate/local HTTP/1.1" in line for line in lines), lines
+    for line in lines:
+        assert query["code"] not in line
+        assert query["state"] not in line
+        assert "code=" not in line

@@ -2,8 +2,9 @@
 
 A provider speaks OpenID Connect when its block names an issuer (``customProperties.issuer`` or
 ``customProperties.discoveryURL``), or when it is a built-in OpenID Connect provider whose scope
-asks for ``openid``. Its discovery document (``<issuer>/.well-known/openid-configuration``) is
-read lazily, on the first request that needs it, and kept per process by URL; so is its key set.
+asks for ``openid``. Its discovery document (``<issuer>/.well-known/openid-configuration``, or
+where there is none, RFC 8414's ``/.well-known/oauth-authorization-server``) is read lazily, on
+the first request that needs it, and kept per process by URL; so is its key set.
 
 Nothing here sends a request itself: each reader takes a :class:`Source`, which carries the
 provider's name and the function that GETs a URL with the app's rules (the provider hands in its
@@ -127,6 +128,19 @@ def discovery_url(settings: OAuth2Settings, issuer: str) -> str:
     """Where the discovery document of ``issuer`` is read: ``customProperties.discoveryURL``,
     else ``issuer`` (without a trailing ``/``) followed by :data:`WELL_KNOWN_PATH`."""
     return settings.custom_properties.get("discoveryURL") or issuer.rstrip("/") + WELL_KNOWN_PATH
+
+
+def metadata_urls(settings: OAuth2Settings, issuer: str) -> tuple[str, ...]:
+    """Where the metadata of ``issuer`` is looked for, in order: ``customProperties.discoveryURL``
+    alone; else the OpenID Connect discovery document (:func:`discovery_url`), then, when that is
+    not found (404), RFC 8414's authorization server metadata, whose well-known path goes
+    between the issuer's host and its path."""
+    configured = settings.custom_properties.get("discoveryURL")
+    if configured:
+        return (configured,)
+    parts = urlsplit(issuer)
+    rfc8414 = f"{parts.scheme}://{parts.netloc}{RFC8414_PATH}{parts.path.rstrip('/')}"
+    return discovery_url(settings, issuer), rfc8414
 
 
 def settings_problems(settings: OAuth2Settings) -> list[ConfigurationProblem]:
@@ -317,7 +331,10 @@ os.register_at_fork(after_in_child=_after_fork)
 
 
 def _get_json(source: Source, url: str, step: str) -> tuple[Any, ProviderResponse]:
-    response = source.fetch(url, step=step)
+    return _json_of(source, source.fetch(url, step=step), step)
+
+
+def _json_of(source: Source, response: ProviderResponse, step: str) -> tuple[Any, ProviderResponse]:
     if not 200 <= response.status < 300:
         raise DiscoveryError(source.provider, f"{step} failed: HTTP {response.status}")
     try:
@@ -329,7 +346,9 @@ def _get_json(source: Source, url: str, step: str) -> tuple[Any, ProviderRespons
 
 
 def provider_metadata(source: Source, settings: OAuth2Settings, issuer: str) -> ProviderMetadata:
-    """The discovery document of ``issuer``, from this process's cache or fetched now.
+    """The metadata of ``issuer``, from this process's cache or fetched now: its OpenID Connect
+    discovery document, or where there is none its RFC 8414 metadata (see
+    :func:`metadata_urls`).
 
     A document is kept for its ``Cache-Control: max-age`` (see :func:`cache_seconds`); when
     fetching its successor fails, the expired one serves on for up to
@@ -347,7 +366,7 @@ def provider_metadata(source: Source, settings: OAuth2Settings, issuer: str) -> 
         return entry is not None and entry.expires > now
 
     def fetch(stale: Entry[ProviderMetadata] | None, now: float) -> Entry[ProviderMetadata]:
-        return _fetch_metadata(source, url, issuer, stale, now, settings.access_token_url)
+        return _fetch_metadata(source, settings, issuer, stale, now)
 
     caches = _caches
     metadata = caches.metadata.get(
@@ -365,17 +384,25 @@ def provider_metadata(source: Source, settings: OAuth2Settings, issuer: str) -> 
     return metadata
 
 
+def _get_metadata_json(source: Source, urls: tuple[str, ...]) -> tuple[Any, ProviderResponse]:
+    """The JSON of the first of ``urls`` that is found (not a 404)."""
+    for url in urls[:-1]:
+        response = source.fetch(url, step="discovery request")
+        if response.status != 404:
+            return _json_of(source, response, "discovery request")
+    return _get_json(source, urls[-1], "discovery request")
+
+
 def _fetch_metadata(
     source: Source,
-    url: str,
+    settings: OAuth2Settings,
     issuer: str,
     stale: Entry[ProviderMetadata] | None,
     now: float,
-    token_url: str,
 ) -> Entry[ProviderMetadata]:
     name = source.provider
     try:
-        document, response = _get_json(source, url, "discovery request")
+        document, response = _get_metadata_json(source, metadata_urls(settings, issuer))
         metadata = ProviderMetadata.from_document(name, document)
         if not issuer_matches(issuer, metadata.issuer):
             raise DiscoveryError(
@@ -386,13 +413,13 @@ def _fetch_metadata(
             raise
         logger.warning("%s: keeping the previous discovery document: %s", name, error)
         return dataclasses.replace(stale, expires=now + MIN_CACHE_SECONDS)
-    if metadata.token_endpoint not in (None, token_url):
+    if metadata.token_endpoint not in (None, settings.access_token_url):
         logger.warning(
             "%s: accessTokenURL differs from the discovery document's token_endpoint;"
             " accessTokenURL is used",
             name,
         )
-    logger.info("%s: discovery document read from %s", name, urlsplit(url).netloc)
+    logger.info("%s: discovery document read from %s", name, urlsplit(issuer).netloc)
     return Entry(metadata, now, now + cache_seconds(response.headers))
 
 

@@ -52,6 +52,7 @@ from flask_social_oauth2.discovery import (
     expected_token_issuer,
     issuer_from_discovery_url,
     issuer_matches,
+    metadata_urls,
 )
 from flask_social_oauth2.errors import (
     ConfigurationError,
@@ -822,3 +823,80 @@ def test_no_discovery_answer_gives_a_500_or_leaks_a_secret(
     seen: set[int] = set()
     check()
     assert {302, 502} <= seen  # whole sign-ins and refusals were both reached
+
+
+# -- RFC 8414 metadata where there is no OpenID configuration --------------------------------------
+
+RFC8414 = "/.well-known/oauth-authorization-server"
+
+
+@pytest.mark.parametrize(
+    ("issuer", "properties", "urls"),
+    [
+        (
+            "https://id.example",
+            {},
+            (
+                "https://id.example/.well-known/openid-configuration",
+                "https://id.example/.well-known/oauth-authorization-server",
+            ),
+        ),
+        (
+            "https://id.example/tenant/1/",
+            {},
+            (
+                "https://id.example/tenant/1/.well-known/openid-configuration",
+                "https://id.example/.well-known/oauth-authorization-server/tenant/1",
+            ),
+        ),
+        (
+            "https://id.example",
+            {"discoveryURL": "https://id.example/meta.json"},
+            ("https://id.example/meta.json",),
+        ),
+    ],
+)
+def test_metadata_urls(issuer: str, properties: dict[str, str], urls: tuple[str, ...]) -> None:
+    settings = OAuth2Settings(
+        access_token_url=f"{issuer}/token",
+        redirect_url="/authenticate/x",
+        client_id=CLIENT_ID,
+        client_secret=CLIENT_SECRET,
+        custom_properties={"issuer": issuer, **properties},
+    )
+    assert metadata_urls(settings, issuer) == urls
+
+
+def test_rfc8414_metadata_where_there_is_no_openid_configuration(
+    make_app: MakeApp, fault_server: FaultServer
+) -> None:
+    document = fake_document(fault_server.url, userinfo_endpoint=None)
+    fault_server.set(RFC8414, Behaviour.json(document))
+    app = fake_app(make_app, fault_server)
+    client = app.test_client()
+    for _ in range(2):
+        location = client.get("/authenticate/fake").headers["Location"]
+        assert location.startswith(f"{fault_server.url}/authorize?")
+    assert (fault_server.count(WELL_KNOWN), fault_server.count(RFC8414)) == (1, 1)
+
+
+def test_an_openid_configuration_comes_before_rfc8414_metadata(
+    make_app: MakeApp, fault_server: FaultServer
+) -> None:
+    fault_server.set(WELL_KNOWN, Behaviour.json({}, status=500))
+    fault_server.set(RFC8414, Behaviour.json(fake_document(fault_server.url)))
+    app = fake_app(make_app, fault_server)
+    assert app.test_client().get("/authenticate/fake").status_code == 502
+    assert (fault_server.count(WELL_KNOWN), fault_server.count(RFC8414)) == (1, 0)
+
+
+def test_no_metadata_at_all_is_a_remembered_502(
+    make_app: MakeApp, fault_server: FaultServer
+) -> None:
+    app = fake_app(make_app, fault_server)
+    outcome = watch(app)
+    client = app.test_client()
+    for _ in range(3):
+        assert client.get("/authenticate/fake").status_code == 502
+    assert (fault_server.count(WELL_KNOWN), fault_server.count(RFC8414)) == (1, 1)
+    assert "discovery request failed: HTTP 404" in str(outcome.errors[0])

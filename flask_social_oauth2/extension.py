@@ -276,8 +276,9 @@ class SocialOAuth2:
             problems = [p for p in state.redirect_problems if p.provider == selected.name]
             if problems:
                 return _misconfigured_page(problems)
+        posted_json = request.method == "POST" and not _has_form_post_callback(selected)
         try:
-            if request.method == "POST":
+            if posted_json:
                 info = _exchange_posted_code(selected)
             else:
                 result = selected.authenticate()
@@ -287,7 +288,7 @@ class SocialOAuth2:
             profile = selected.retrieve_profile(info)
         except AuthenticationError as error:
             return self._respond_to_error(selected.name, error)
-        return self._respond_to_success(selected, info, profile)
+        return self._respond_to_success(selected, info, profile, answer_json=posted_json)
 
     def _handle_authentication_error(self, error: AuthenticationError) -> ResponseReturnValue:
         return self._respond_to_error(error.provider, error)
@@ -307,7 +308,12 @@ class SocialOAuth2:
         return response
 
     def _respond_to_success(
-        self, provider: SocialProvider, info: OAuth2Info, profile: SocialProfile
+        self,
+        provider: SocialProvider,
+        info: OAuth2Info,
+        profile: SocialProfile,
+        *,
+        answer_json: bool,
     ) -> Response:
         app = current_app._get_current_object()  # type: ignore[attr-defined]
         signals.authenticated.send(app, provider=provider, info=info, profile=profile)
@@ -316,7 +322,7 @@ class SocialOAuth2:
         else:
             session[get_app_state().session_key] = profile.to_dict()
             target = self.next_url()
-            if request.method == "POST":
+            if answer_json:  # a client-side framework's POST; a form-post callback ends as a GET
                 response = jsonify(signed_in=True, provider=provider.name, next=target)
             else:
                 response = current_app.response_class(status=302)
@@ -369,6 +375,12 @@ def _read_options(config: Mapping[str, Any]) -> dict[str, Any]:
     if problems:
         raise ConfigurationError(problems)
     return options
+
+
+def _has_form_post_callback(provider: SocialProvider) -> bool:
+    """Whether ``provider``'s callback is a form ``POST`` (``response_mode=form_post``, e.g.
+    Apple), read by its own :meth:`~SocialProvider.authenticate`."""
+    return isinstance(provider, OAuth2Provider) and provider.form_post_callback
 
 
 def _exchange_posted_code(provider: SocialProvider) -> OAuth2Info:

@@ -153,6 +153,10 @@ class OAuth2Provider(SocialProvider):
     issuer_from_token_url: ClassVar[tuple[str, str] | None] = None
     #: ``iss`` values the provider's ID tokens may carry besides its issuer.
     extra_id_token_issuers: ClassVar[frozenset[str]] = frozenset()
+    #: Whether the provider's callback is a form ``POST`` (``response_mode=form_post``), which
+    #: :meth:`authenticate` reads; otherwise a ``POST`` to the route is a client-side
+    #: framework's JSON.
+    form_post_callback: ClassVar[bool] = False
 
     # -- configuration ---------------------------------------------------------------------
 
@@ -204,6 +208,11 @@ class OAuth2Provider(SocialProvider):
         if method == "client_secret_post":
             return "client_secret_post"
         return self.default_token_auth_method
+
+    def token_request_settings(self) -> OAuth2Settings:
+        """The settings the token and refresh requests are built from: :attr:`settings`, or a
+        copy whose ``clientSecret`` is what the provider wants sent (Apple: a signed JWT)."""
+        return self.settings
 
     def token_request_headers(self) -> Mapping[str, str]:
         """Extra headers for the token request (e.g. a User-Agent a provider demands)."""
@@ -434,7 +443,7 @@ class OAuth2Provider(SocialProvider):
         :raises UnexpectedResponseError: when the provider fails or answers no valid token.
         """
         body = flow.token_request_body(
-            self.settings,
+            self.token_request_settings(),
             code=code,
             redirect_uri=redirect_uri,
             verifier=verifier,
@@ -454,7 +463,7 @@ class OAuth2Provider(SocialProvider):
             step=step,
             error=UnexpectedResponseError,
             headers=flow.token_headers(
-                self.settings,
+                self.token_request_settings() if self._basic_client_auth else self.settings,
                 basic_auth=self._basic_client_auth,
                 extra=self.token_request_headers(),
             ),
@@ -487,7 +496,7 @@ class OAuth2Provider(SocialProvider):
                 " some issue one only for an 'offline_access' scope or parameter)",
             )
         body = flow.refresh_request_body(
-            self.settings,
+            self.token_request_settings(),
             refresh_token=info.refresh_token,
             credentials_in_body=not self._basic_client_auth,
             scope=scope,

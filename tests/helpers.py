@@ -7,6 +7,8 @@ Fixtures live in conftest.py; everything a test imports by name lives here.
 
 from __future__ import annotations
 
+import functools
+import json
 import logging
 import signal
 import subprocess
@@ -15,7 +17,7 @@ import warnings
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
 import requests
@@ -326,6 +328,7 @@ def finish_fake(client: Any, state: str) -> Any:
     return client.get("/authenticate/fake", query_string={"code": "the-code", "state": state})
 
 
+<<<<<<< HEAD
 def stop_process(process: subprocess.Popen[Any], grace: float = 10) -> None:
     """Stop a child process, waiting at most ``grace`` seconds for each step: Ctrl-C
     (SIGINT, so that it can clean up), then SIGTERM, then SIGKILL. A child that ignores the
@@ -357,3 +360,31 @@ def child_process(
             yield process
         finally:
             stop_process(process, grace)
+=======
+@functools.cache
+def _apple_private_key() -> str:
+    pem: bytes = ECKey.generate_key("P-256", private=True).as_pem(private=True)
+    return pem.decode("ascii")
+
+
+#: Environment variables whose value must have a shape (Apple's ids and key).
+_SHAPED_VARIABLES: Final[dict[str, Callable[[], str]]] = {
+    "APPLE_TEAM_ID": lambda: "ABCDE12345",
+    "APPLE_KEY_ID": lambda: "FGHIJ67890",
+    "APPLE_PRIVATE_KEY": _apple_private_key,
+}
+
+
+def example_value(variable: str, default: str) -> str:
+    """A value for the environment variable ``variable`` of a generated block: one of the right
+    shape where the provider checks it (Apple's team id, key id and ``.p8`` key), else
+    ``default``."""
+    shaped = _SHAPED_VARIABLES.get(variable)
+    return shaped() if shaped is not None else default
+
+
+def example_yaml_value(variable: str, default: str) -> str:
+    """:func:`example_value` as a YAML scalar (a key's line breaks double-quoted)."""
+    value = example_value(variable, default)
+    return json.dumps(value) if "\n" in value else value
+>>>>>>> 8dfc986 (Sign in with Apple (issue 14): the apple provider with the form_post callback and one same-origin hop page (CSP nonce; state cookie stays Lax), the ES256 client-secret JWT from the .p8 key made with joserfc and cached until near expiry, nonce and RS256 ID token always, profile from the ID token and the first user name; LocalAppleProvider (Authlib) on loopback; Chromium test across sites)

@@ -16,7 +16,7 @@ import yaml
 from click.testing import CliRunner, Result
 from flask import Flask
 from flask.cli import FlaskGroup, ScriptInfo
-from helpers import CLIENT_SECRET, MakeApp, block_for, valid_block
+from helpers import CLIENT_SECRET, MakeApp, block_for, example_value, valid_block
 
 from flask_social_oauth2 import SocialOAuth2
 from flask_social_oauth2.cli import provider_blocks, social_cli
@@ -345,7 +345,7 @@ def test_init_prints_a_ready_block(make_app: MakeApp) -> None:
 def test_init_with_an_unknown_name_lists_the_known_ones_and_exits_2() -> None:
     result = CliRunner().invoke(social_cli, ["init", "myspace"])
     assert result.exit_code == 2
-    assert "'myspace' is not a built-in provider; known: amazon, auth0," in result.stderr
+    assert "'myspace' is not a built-in provider; known: amazon, apple, auth0," in result.stderr
     assert "github" in result.stderr
     assert "zoom" in result.stderr
 
@@ -354,7 +354,7 @@ class AnyVariable(Mapping[str, str]):
     """An environment in which every variable is set, to a host name."""
 
     def __getitem__(self, key: str) -> str:
-        return "tenant.example.com"
+        return example_value(key, "tenant.example.com")
 
     def __contains__(self, key: object) -> bool:
         return True

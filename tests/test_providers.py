@@ -33,6 +33,8 @@ except ImportError:  # run without the tests/ directory on sys.path
     sys.path.insert(0, str(Path(__file__).parent))
     from fault_server import Behaviour, FaultServer, RecordedRequest
 
+from helpers import example_yaml_value
+
 from flask_social_oauth2 import OAuth2Info, OAuth2Settings, SocialOAuth2, SocialProfile
 from flask_social_oauth2.config import StringScalarLoader
 from flask_social_oauth2.errors import (
@@ -589,8 +591,13 @@ def check_requests(server: FaultServer, name: str, access_token: str) -> None:
             assert request.headers.get("Authorization") == f"Bearer {access_token}"
 
 
+#: Providers without a profile endpoint, whose whole sign-in is tested in a module of its own.
+TESTED_ELSEWHERE: Final = frozenset({"apple"})  # tests/test_apple.py
+
+
 def test_every_builtin_provider_has_a_case() -> None:
-    assert set(CASES) == set(BUILTIN_PROVIDERS)
+    assert set(CASES) | TESTED_ELSEWHERE == set(BUILTIN_PROVIDERS)
+    assert not set(CASES) & TESTED_ELSEWHERE
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
@@ -674,7 +681,7 @@ def test_registry_holds_the_required_providers() -> None:
 
 def test_only_a_few_providers_have_code() -> None:
     coded = sorted(name for name, facts in PROVIDER_FACTS.items() if facts.code)
-    assert coded == ["facebook", "linkedin", "vk"]
+    assert coded == ["apple", "facebook", "linkedin", "vk"]
 
 
 def test_registry_is_read_only() -> None:
@@ -1454,7 +1461,7 @@ def doc_blocks() -> list[tuple[str, str, dict[str, Any]]]:
     for match in _YAML_BLOCK.finditer(text):
         written = match.group(1)
         data = yaml.load(
-            _ENV_REFERENCE.sub("example", written),
+            _ENV_REFERENCE.sub(lambda found: example_yaml_value(found[1], "example"), written),
             Loader=StringScalarLoader,  # noqa: S506 - a safe loader
         )
         assert isinstance(data, dict), f"a yaml block must map provider names:\n{written}"
@@ -1485,7 +1492,7 @@ def test_docs_block_loads(name: str, written: str, block: dict[str, Any]) -> Non
         expected_class = BUILTIN_PROVIDERS.get(_DOC_PROVIDER_CLASSES.get(name, name))
         if expected_class is not None:
             assert type(provider) is expected_class
-        assert provider.profile_url is not None
+        assert provider.profile_url is not None or name in TESTED_ELSEWHERE
     assert block["redirectURL"] == f"/authenticate/{name}"
     secret = re.search(r"clientSecret:\s*(\S+)", written)
     assert secret is not None
@@ -1593,10 +1600,13 @@ def test_an_unverified_address_says_so_even_when_the_provider_gives_it(server: F
 def test_init_block_of_the_facts_loads(name: str) -> None:
     """Every generated block is valid for its provider (env references filled in)."""
     text = docs.init_block(PROVIDER_FACTS[name])
-    loaded = yaml.load(_ENV_REFERENCE.sub("example.com", text), Loader=StringScalarLoader)  # noqa: S506
+    filled = _ENV_REFERENCE.sub(lambda found: example_yaml_value(found[1], "example.com"), text)
+    loaded = yaml.load(filled, Loader=StringScalarLoader)  # noqa: S506
     settings = OAuth2Settings.from_config(loaded[name], provider=name)
     assert BUILTIN_PROVIDERS[name].settings_problems(settings) == []
-    assert f"${{{docs.env_name(name)}_CLIENT_SECRET}}" in text
+    facts = PROVIDER_FACTS[name]
+    secret = facts.init_client_secret or f"${{{docs.env_name(name)}_CLIENT_SECRET}}"
+    assert f"clientSecret: {secret}" in text
 
 
 def test_linkedin_lite_profile_names_come_from_the_localized_objects(server: FaultServer) -> None:

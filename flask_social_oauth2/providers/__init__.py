@@ -6,9 +6,10 @@ A block of another name can use a built-in class through ``SOCIAL_OAUTH2_PROVIDE
 (e.g. ``{"github-enterprise": "github"}``) or ``SocialOAuth2(provider_classes=...)``.
 
 Every built-in class is a :class:`BuiltinProvider` driven by its facts; only the providers that
-truly behave differently have code of their own (:class:`FacebookProvider`,
-:class:`LinkedInProvider`, :class:`VKProvider`), the others' classes are generated. Adding a
-provider is adding a module with its ``FACTS`` and naming it in :data:`_DEFINITIONS`.
+truly behave differently have code of their own (:class:`AppleProvider`,
+:class:`FacebookProvider`, :class:`LinkedInProvider`, :class:`VKProvider`), the others'
+classes are generated. Adding a provider is adding a module with its ``FACTS`` and naming it
+in :data:`_DEFINITIONS`.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from . import (
     yahoo,
     zoom,
 )
+from .apple import AppleProvider
 from .base import BuiltinProvider, provider_class
 from .facebook import FacebookProvider
 from .facts import ProviderFacts, Quirk
@@ -49,6 +51,7 @@ from .vk import VKProvider
 __all__ = [
     "BUILTIN_PROVIDERS",
     "PROVIDER_FACTS",
+    "AppleProvider",
     "BuiltinProvider",
     "FacebookProvider",
     "LinkedInProvider",
@@ -60,6 +63,7 @@ __all__ = [
 #: Each provider: its facts, or its class when it has code of its own.
 _DEFINITIONS: Final[tuple[ProviderFacts | type[BuiltinProvider], ...]] = (
     amazon.FACTS,
+    AppleProvider,
     auth0.FACTS,
     bitbucket.FACTS,
     discord.FACTS,

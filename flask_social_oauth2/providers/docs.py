@@ -55,7 +55,7 @@ def init_block(facts: ProviderFacts) -> str:
         ("accessTokenURL", facts.token_url),
         ("redirectURL", f"/authenticate/{facts.name}"),
         ("clientID", f"${{{prefix}_CLIENT_ID}}"),
-        ("clientSecret", f"${{{prefix}_CLIENT_SECRET}}"),
+        ("clientSecret", facts.init_client_secret or f"${{{prefix}_CLIENT_SECRET}}"),
     ]
     if facts.scope:
         entries.append(("scope", facts.scope_separator.join(facts.scope)))
@@ -81,6 +81,9 @@ def _code(text: str) -> str:
 
 
 def _profile_address(facts: ProviderFacts) -> str:
+    if facts.profile_url is None and not facts.profile_url_from_token_url:
+        if facts.profile_url_shown is not None:
+            return facts.profile_url_shown
     if facts.profile_url_from_token_url:
         return _code(facts.profile_url_shown or "derived from accessTokenURL")
     if facts.profile_url is not None:

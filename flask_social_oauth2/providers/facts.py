@@ -167,6 +167,9 @@ class ProviderFacts:
     api_base: str | None = None
     #: RFC 7009 revocation endpoint, where the provider has one at a fixed address.
     revocation_url: str | None = None
+    #: The ``clientSecret`` of the block ``flask social init`` writes (default
+    #: ``${<NAME>_CLIENT_SECRET}``), for a provider whose secret is something else (a key).
+    init_client_secret: str | None = None
     #: Extra entries of the block ``flask social init`` writes.
     init_authorization_params: Mapping[str, str] = field(default_factory=lambda: _EMPTY)
     init_custom_properties: Mapping[str, str] = field(default_factory=lambda: _EMPTY)

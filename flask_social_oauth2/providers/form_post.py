@@ -1,0 +1,122 @@
+"""Callbacks by ``response_mode=form_post``: the provider's page POSTs the fields to the app.
+
+That POST comes from the provider's site, and a browser sends no ``SameSite=Lax`` cookie with
+a cross-site POST, so the state cookie is missing. The cookie stays Lax; instead the first
+POST is answered with a tiny page of the app's own origin that POSTs the same fields once
+more, now same-site, with the cookie (:func:`hop_page`). The fields travel in POST bodies
+only: never the ``user`` JSON, a code or a token in an address.
+"""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass
+from typing import Final
+
+from flask import Response, current_app, request
+from markupsafe import escape
+
+from ..errors import InvalidCallbackError
+from ..provider import MAX_CALLBACK_VALUE
+from ..state_cookie import FLOW_PAGE_HEADERS
+
+#: The form field that marks the second, same-site POST.
+HOP_FIELD: Final = "social_oauth2_hop"
+#: Longest ``user`` field accepted (Apple's holds a name and an e-mail address).
+MAX_USER_FIELD: Final = 4096
+_FIELDS: Final = ("code", "state", "error", "iss", "user")
+_FORM_TYPE: Final = "application/x-www-form-urlencoded"
+
+
+@dataclass(frozen=True, slots=True)
+class FormPost:
+    """The fields of a form-post callback (empty strings where absent)."""
+
+    state: str
+    code: str
+    error: str | None
+    iss: str | None
+    user: str | None
+    #: Whether this is the second, same-site POST of :func:`hop_page`.
+    hopped: bool
+
+    def __repr__(self) -> str:
+        shown = {"code": self.code, "user": self.user, "error": self.error}
+        present = ", ".join(name for name, value in shown.items() if value)
+        return f"<FormPost state='***' fields=[{present}] iss={self.iss!r} hopped={self.hopped}>"
+
+
+def read_form_post(provider: str) -> FormPost:
+    """The current request's form-post callback fields.
+
+    :raises InvalidCallbackError: 415 for a body that is not a form, 400 for a field given
+        twice or too long, or a POST with none of ``code``, ``state`` and ``error``.
+    """
+    if request.mimetype != _FORM_TYPE:
+        raise InvalidCallbackError(
+            provider, "POST callback must be a form (response_mode=form_post)", status_code=415
+        )
+    form = request.form
+    for name in (*_FIELDS, HOP_FIELD):
+        values = form.getlist(name)
+        if len(values) > 1:
+            raise InvalidCallbackError(provider, f"callback has {name!r} more than once")
+        limit = MAX_USER_FIELD if name == "user" else MAX_CALLBACK_VALUE
+        if values and len(values[0]) > limit:
+            raise InvalidCallbackError(provider, f"callback's {name!r} is too long")
+    if not any(form.get(name) for name in ("code", "state", "error")):
+        raise InvalidCallbackError(provider, "POST callback has no code, state or error")
+    return FormPost(
+        state=form.get("state", ""),
+        code=form.get("code", ""),
+        error=form.get("error") or None,
+        iss=form.get("iss") or None,
+        user=form.get("user") or None,
+        hopped=form.get(HOP_FIELD) == "1",
+    )
+
+
+def hop_page(received: FormPost) -> Response:
+    """The same-origin page that POSTs ``received`` once more, to the same address.
+
+    Its one script runs by a fresh CSP nonce; ``form-action 'self'`` keeps the fields on the
+    app's origin; it is never cached and sends no referrer. Without JavaScript, a button
+    submits the form.
+    """
+    nonce = secrets.token_urlsafe(16)
+    fields = {
+        "code": received.code,
+        "state": received.state,
+        "error": received.error,
+        "iss": received.iss,
+        "user": received.user,
+        HOP_FIELD: "1",
+    }
+    inputs = "".join(
+        f'<input type="hidden" name="{name}" value="{escape(value)}">'
+        for name, value in fields.items()
+        if value
+    )
+    action = escape(request.path)
+    page = _HOP_PAGE.format(action=action, inputs=inputs, nonce=nonce)
+    response = current_app.response_class(page, status=200, mimetype="text/html")
+    response.headers["Content-Security-Policy"] = (
+        f"default-src 'none'; script-src 'nonce-{nonce}'; style-src 'nonce-{nonce}';"
+        " form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
+    )
+    response.headers["X-Frame-Options"] = "DENY"
+    response.headers.update(FLOW_PAGE_HEADERS)
+    return response
+
+
+_HOP_PAGE: Final = """<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>Signing in…</title>
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<style nonce="{nonce}">body{{font:16px/1.5 system-ui,sans-serif;max-width:32rem;
+margin:4rem auto;padding:0 1rem;color:#222}}</style></head>
+<body><form id="social-oauth2-hop" method="post" action="{action}">{inputs}
+<noscript><p>JavaScript is off: continue to finish signing in.</p>
+<button type="submit">Continue</button></noscript></form>
+<script nonce="{nonce}">document.getElementById("social-oauth2-hop").submit();</script>
+</body></html>
+"""

@@ -129,7 +129,8 @@ class ProviderFacts:
     #: ``(pattern, template)`` pairs tried in order on ``accessTokenURL`` (query, fragment
     #: and a trailing slash dropped): the first full match, expanded, is the profile address.
     profile_url_from_token_url: tuple[tuple[str, str], ...] = ()
-    #: How the docs table shows a derived profile address.
+    #: How the docs table shows a derived profile address, or where the profile comes from
+    #: when the provider has no address (Apple: the ID token).
     profile_url_shown: str | None = None
     #: Replaces the "apiURL is required" message when no address can be derived.
     api_url_hint: str | None = None

@@ -328,7 +328,6 @@ def finish_fake(client: Any, state: str) -> Any:
     return client.get("/authenticate/fake", query_string={"code": "the-code", "state": state})
 
 
-<<<<<<< HEAD
 def stop_process(process: subprocess.Popen[Any], grace: float = 10) -> None:
     """Stop a child process, waiting at most ``grace`` seconds for each step: Ctrl-C
     (SIGINT, so that it can clean up), then SIGTERM, then SIGKILL. A child that ignores the
@@ -360,7 +359,8 @@ def child_process(
             yield process
         finally:
             stop_process(process, grace)
-=======
+
+
 @functools.cache
 def _apple_private_key() -> str:
     pem: bytes = ECKey.generate_key("P-256", private=True).as_pem(private=True)
@@ -387,4 +387,3 @@ def example_yaml_value(variable: str, default: str) -> str:
     """:func:`example_value` as a YAML scalar (a key's line breaks double-quoted)."""
     value = example_value(variable, default)
     return json.dumps(value) if "\n" in value else value
->>>>>>> 8dfc986 (Sign in with Apple (issue 14): the apple provider with the form_post callback and one same-origin hop page (CSP nonce; state cookie stays Lax), the ES256 client-secret JWT from the .p8 key made with joserfc and cached until near expiry, nonce and RS256 ID token always, profile from the ID token and the first user name; LocalAppleProvider (Authlib) on loopback; Chromium test across sites)

@@ -81,9 +81,9 @@ def _code(text: str) -> str:
 
 
 def _profile_address(facts: ProviderFacts) -> str:
-    if facts.profile_url is None and not facts.profile_url_from_token_url:
-        if facts.profile_url_shown is not None:
-            return facts.profile_url_shown
+    no_address = facts.profile_url is None and not facts.profile_url_from_token_url
+    if no_address and facts.profile_url_shown is not None:
+        return facts.profile_url_shown
     if facts.profile_url_from_token_url:
         return _code(facts.profile_url_shown or "derived from accessTokenURL")
     if facts.profile_url is not None:

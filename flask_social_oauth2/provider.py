@@ -210,8 +210,9 @@ class OAuth2Provider(SocialProvider):
         return self.default_token_auth_method
 
     def token_request_settings(self) -> OAuth2Settings:
-        """The settings the token and refresh requests are built from: :attr:`settings`, or a
-        copy whose ``clientSecret`` is what the provider wants sent (Apple: a signed JWT)."""
+        """The settings the token and refresh requests are built from:
+        :attr:`~flask_social_oauth2.SocialProvider.settings`, or a copy whose ``clientSecret``
+        is what the provider wants sent (Apple: a signed JWT)."""
         return self.settings
 
     def token_request_headers(self) -> Mapping[str, str]:
@@ -419,7 +420,7 @@ class OAuth2Provider(SocialProvider):
 
         With an OpenID Connect issuer (:attr:`issuer`) and ``openid`` in the scope, the ID token
         is required and verified (signature, ``iss``, ``aud``, ``exp``, ``iat`` and the flow's
-        ``nonce``); its claims are then :attr:`OAuth2Info.id_token_claims`. Otherwise the
+        ``nonce``); its claims are then ``OAuth2Info.id_token_claims``. Otherwise the
         response is accepted as it is.
 
         :raises IdTokenError: when the ID token is missing or fails a check.
@@ -570,7 +571,7 @@ class OAuth2Provider(SocialProvider):
         """The profile JSON: by default a GET of :attr:`profile_url` with the bearer token.
 
         Without one, an OpenID Connect provider's discovered ``userinfo_endpoint`` is used, and
-        without that the verified ID token's claims (:attr:`OAuth2Info.id_token_claims`).
+        without that the verified ID token's claims (``OAuth2Info.id_token_claims``).
         """
         url = self.profile_url
         if url is None and self.issuer is not None:

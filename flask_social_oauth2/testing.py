@@ -269,7 +269,7 @@ def sign_in(
         (:func:`use_local_idp`, :func:`local_idp_block`).
     :param user: Who signs in; default "Test User <test.user@example.test>".
     :param idp: The identity provider; default the one :func:`local_idp` (or the
-        :func:`social_idp` fixture) started at the address the flow is sent to.
+        ``social_idp`` fixture) started at the address the flow is sent to.
     :param next: The ``next`` path to return to after the sign-in.
     :param deny: Make the identity provider refuse with this ``error`` code (e.g.
         ``"access_denied"``, ``"server_error"``).

@@ -369,3 +369,44 @@ def test_ci_runs_exactly_the_readme_install_line_and_test_command() -> None:
     )
     assert ci_commands() == readme.source.splitlines()
     assert ci_commands()[-1] == "pip install tox && tox"
+    assert readme.source in (ROOT / "docs" / "testing.md").read_text(encoding="utf-8")
+
+
+LINK = re.compile(r"(?<!!)\[[^\]]*\]\((?P<target>[^)\s]+)\)")
+INCLUDE = re.compile(r"^```\{include\}\s+(?P<path>\S+)", re.MULTILINE)
+
+
+def heading_anchors(path: Path) -> set[str]:
+    """The anchors MyST (and GitHub) give the headings of ``path``, following an include."""
+    text = path.read_text(encoding="utf-8")
+    included = INCLUDE.match(text)
+    if included is not None:
+        return heading_anchors((path.parent / included["path"]).resolve())
+    anchors = set()
+    for line in text.splitlines():
+        if line.startswith("#") and not line.startswith("#!"):
+            title = line.lstrip("#").strip().lower()
+            anchors.add(re.sub(r"[^\w\- ]", "", title).replace(" ", "-"))
+    return anchors
+
+
+def test_every_relative_link_of_the_docs_reaches_a_file_and_heading() -> None:
+    problems = []
+    checked = 0
+    for document in DOCUMENTS:
+        text = document.read_text(encoding="utf-8")
+        text = re.sub(r"^```.*?^```", "", text, flags=re.MULTILINE | re.DOTALL)
+        for match in LINK.finditer(text):
+            target = match["target"]
+            if re.match(r"[a-z]+:", target):
+                continue
+            path_part, _, anchor = target.partition("#")
+            path = (document.parent / path_part).resolve() if path_part else document
+            where = f"{document_name(document)} -> {target}"
+            checked += 1
+            if not path.is_file():
+                problems.append(f"{where}: no such file")
+            elif anchor and path.suffix == ".md" and anchor not in heading_anchors(path):
+                problems.append(f"{where}: no such heading")
+    assert problems == []
+    assert checked >= 15

@@ -58,6 +58,7 @@ _CSRF_KEY: Final = "csrf_token"
 _VARIABLE: Final = re.compile(r"\$\{([^}]*)\}")
 _LABELS: Final[Mapping[str, tuple[str, str]]] = {
     "local": ("Local identity provider", "Runs on this machine; no account needed"),
+    "apple": ("Apple", "Your Apple Account (or the local Apple-like server)"),
     "github": ("GitHub", "Your GitHub account"),
     "google": ("Google", "Your Google account"),
 }

@@ -7,6 +7,7 @@ import logging
 import sys
 import threading
 from collections.abc import Sequence
+from urllib.parse import urlsplit
 
 from .serve import run_example
 
@@ -43,6 +44,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=5001,
         help="the local identity provider's port (default: %(default)s; 0: any)",
     )
+    parser.add_argument(
+        "--apple",
+        action="store_true",
+        help="also start a local Apple-like server for the apple provider (then open the app"
+        " at http://localhost:PORT/: Apple's form POST is cross-site)",
+    )
     parser.add_argument("--verbose", action="store_true", help="log every request")
     args = parser.parse_args(argv)
     logging.basicConfig(
@@ -50,13 +57,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         format="%(levelname)s %(name)s: %(message)s",
     )
     try:
-        with run_example(args.port, args.idp_port) as running:
+        with run_example(args.port, args.idp_port, apple=args.apple) as running:
             enabled = list(running.app.extensions["social_oauth2"].providers)
             disabled = running.app.config["EXAMPLE_DISABLED_PROVIDERS"]
             print("flask-social-oauth2 example is running.\n")
             print(f'  Open {running.url} and choose "Local identity provider".\n')
             print(f"  app                 {running.url}")
             print(f"  identity provider   {running.idp.url}/  (any name and e-mail address)")
+            if running.apple is not None:
+                print(f"  Apple (local)       {running.apple.url}/  (signs in as Ada Lovelace)")
+                port = urlsplit(running.url).port
+                print(f"                      open http://localhost:{port}/ for it (cross-site)")
             print(f"  providers           {', '.join(enabled)}")
             for name, variables in disabled.items():
                 print(f"  {name + ' (off)':19} set {', '.join(variables)} to turn it on")

@@ -14,7 +14,8 @@ from typing import Any, Final
 from flask import Flask
 from werkzeug.serving import BaseWSGIServer, WSGIRequestHandler, make_server
 
-from flask_social_oauth2.local_idp import LocalIdentityProvider
+from flask_social_oauth2.local_idp import LocalIdentityProvider, LocalUser
+from flask_social_oauth2.local_idp.apple import LocalAppleProvider
 
 from . import create_app
 
@@ -24,6 +25,10 @@ __all__ = ["CLIENT_ID", "HOST", "RunningExample", "run_example"]
 HOST: Final = "127.0.0.1"
 #: The ``clientID`` of the ``local`` block in providers.yaml.
 CLIENT_ID: Final = "example-app"
+#: The Services ID of the ``apple`` block with ``--apple``.
+APPLE_SERVICES_ID: Final = "com.example.flask-social-oauth2"
+#: Whom the local Apple-like server signs in (it has no consent page).
+APPLE_USER: Final = LocalUser.from_name_email("Ada Lovelace", "ada.l@privaterelay.appleid.com")
 
 log = logging.getLogger("example_app")
 
@@ -47,11 +52,13 @@ class RunningExample:
     :param app: The example app.
     :param idp: The local identity provider serving its ``local`` provider.
     :param url: The address to open, e.g. ``http://127.0.0.1:5000/``.
+    :param apple: The local Apple-like server of the ``apple`` provider, when started.
     """
 
     app: Flask
     idp: LocalIdentityProvider
     url: str
+    apple: LocalAppleProvider | None = None
 
 
 def _bind(port: int, option: str) -> socket.socket:
@@ -70,6 +77,7 @@ def run_example(
     *,
     environ: Mapping[str, str] | None = None,
     config: Mapping[str, Any] | None = None,
+    apple: bool = False,
 ) -> Iterator[RunningExample]:
     """Serve the example app and its local identity provider on threads for the ``with``
     block.
@@ -78,6 +86,8 @@ def run_example(
     :param idp_port: The identity provider's port on 127.0.0.1; ``0`` picks a free one.
     :param environ: Further ``${VAR}`` values for providers.yaml (on top of ``os.environ``).
     :param config: Flask configuration for the app.
+    :param apple: Also start a local Apple-like server on a free port and turn the ``apple``
+        provider on with it (it signs in :data:`APPLE_USER` at once).
     :raises OSError: when a port cannot be bound; the message names the option.
     """
     with ExitStack() as stack:
@@ -97,6 +107,21 @@ def run_example(
             [f"http://{host}:{port}/authenticate/local" for host in (HOST, "localhost")],
         )
         variables = {**(environ or {}), "LOCAL_IDP_URL": idp.url, "LOCAL_IDP_CLIENT_SECRET": secret}
+        local_apple = None
+        if apple:
+            local_apple = stack.enter_context(LocalAppleProvider(HOST))
+            local_apple.auto_approve = APPLE_USER
+            local_apple.register_client(
+                APPLE_SERVICES_ID,
+                [f"http://{host}:{port}/authenticate/apple" for host in (HOST, "localhost")],
+            )
+            variables.update(
+                APPLE_URL=local_apple.url,
+                APPLE_SERVICES_ID=APPLE_SERVICES_ID,
+                APPLE_PRIVATE_KEY=local_apple.private_key_pem,
+                APPLE_TEAM_ID=local_apple.team_id,
+                APPLE_KEY_ID=local_apple.key_id,
+            )
         # Werkzeug ignores the port of a TRUSTED_HOSTS entry; with it, `flask social providers`
         # prints the exact redirect URL to register at a provider.
         settings = {"TRUSTED_HOSTS": [f"{HOST}:{port}", f"localhost:{port}"], **(config or {})}
@@ -112,4 +137,4 @@ def run_example(
         thread.start()
         stack.callback(thread.join, 10)
         stack.callback(server.shutdown)
-        yield RunningExample(app=app, idp=idp, url=f"http://{HOST}:{port}/")
+        yield RunningExample(app=app, idp=idp, url=f"http://{HOST}:{port}/", apple=local_apple)

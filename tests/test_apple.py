@@ -442,3 +442,21 @@ def test_the_recorded_answers_read_as_documented(
     assert profile.raw["real_user_status"] == 2
     assert _recorded("apple.token")["token_type"] == "Bearer"
     assert _recorded("apple.error") == {"error": "invalid_grant"}
+
+
+def test_refresh_sends_the_client_secret_jwt_and_keeps_the_claims(
+    apple_app: Flask, apple: LocalAppleProvider
+) -> None:
+    outcome = watch(apple_app)
+    with apple_app.test_client() as client:
+        sign_in(client)
+    (info,) = outcome.infos
+    assert info.refresh_token
+    with apple_app.app_context():
+        renewed = apple_app.extensions["social_oauth2"].providers["apple"].refresh(info)
+    assert renewed.access_token != info.access_token
+    assert renewed.refresh_token == info.refresh_token  # Apple sends no new one
+    assert renewed.id_token_claims == info.id_token_claims  # nor a new ID token
+    code_exchange, refresh = apple.checked_secrets
+    assert refresh.problem is None
+    assert refresh.secret == code_exchange.secret  # the kept client secret

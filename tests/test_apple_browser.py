@@ -13,12 +13,14 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 from flask import Flask, Response, request
 from markupsafe import escape
 from test_browser import CHROMIUM_ARGS, TIMEOUT_MS, chromium_path
 
+from example_app.serve import APPLE_USER, run_example
 from flask_social_oauth2 import OAuth2Info, SocialOAuth2, SocialProfile, SocialProvider
 from flask_social_oauth2.local_idp import LocalUser
 from flask_social_oauth2.local_idp.apple import LocalAppleProvider
@@ -169,3 +171,32 @@ def test_apple_sign_in_across_sites_with_a_lax_state_cookie(browser: Any, site: 
             assert secret not in url, f"{secret[:12]}... in {url}"
     # The one expected failure is the favicon's 404; a CSP violation would be listed.
     assert [text for text in console_errors if not text.startswith("Failed to load")] == []
+
+
+def test_the_example_app_with_the_local_apple_server(browser: Any) -> None:
+    """``python -m example_app --apple``, opened at ``http://localhost:<port>/`` as its output
+    says: the local Apple-like server on 127.0.0.1 is another site."""
+    with run_example(0, 0, apple=True) as running:
+        app_url = f"http://localhost:{urlsplit(running.url).port}/"
+        context = browser.new_context()
+        page = context.new_page()
+        page.set_default_timeout(TIMEOUT_MS)
+        urls: list[str] = []
+        page.on("request", lambda sent: urls.append(sent.url))
+        try:
+            page.goto(app_url)
+            page.click("#provider-apple")
+            page.wait_for_url(f"{app_url}profile")
+            assert page.text_content("#name") == "Ada Lovelace"
+            assert page.text_content("#email") == APPLE_USER.email
+            page.click("#sign-out")
+            page.wait_for_url(app_url)
+            page.click("#provider-apple")
+            page.wait_for_url(f"{app_url}profile")
+            assert page.text_content("#name") == APPLE_USER.email  # no name the second time
+        finally:
+            context.close()
+    assert running.apple is not None
+    for url in urls:
+        assert "firstName" not in url
+        assert not any(token in url for token in running.apple.id_tokens)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import logging
 import os
 import re
@@ -25,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from example_app import PROVIDERS_FILE, create_app, select_blocks
 from example_app.__main__ import main as example_main
-from example_app.serve import CLIENT_ID, run_example
+from example_app.serve import APPLE_USER, CLIENT_ID, run_example
 from flask_social_oauth2.cli import social_cli
 from flask_social_oauth2.config import load_yaml_blocks
 from flask_social_oauth2.errors import ConfigurationError
@@ -74,18 +75,25 @@ def csrf_token(client: FlaskClient) -> str:
 
 def test_blocks_turn_on_only_when_their_variables_are_set() -> None:
     blocks = load_yaml_blocks(PROVIDERS_FILE)
-    assert list(blocks) == ["local", "github", "google"]
+    assert list(blocks) == ["local", "apple", "github", "google"]
     enabled, missing = select_blocks(blocks, {})
     assert enabled == {}
     assert missing == {
         "local": ("LOCAL_IDP_CLIENT_SECRET", "LOCAL_IDP_URL"),
+        "apple": (
+            "APPLE_KEY_ID",
+            "APPLE_PRIVATE_KEY",
+            "APPLE_SERVICES_ID",
+            "APPLE_TEAM_ID",
+            "APPLE_URL",
+        ),
         "github": ("GITHUB_CLIENT_ID", "GITHUB_CLIENT_SECRET"),
         "google": ("GOOGLE_CLIENT_ID", "GOOGLE_CLIENT_SECRET"),
     }
     enabled, missing = select_blocks(blocks, GITHUB)
     assert list(enabled) == ["github"]
     assert enabled["github"]["clientSecret"] == "gh-secret-value"
-    assert list(missing) == ["local", "google"]
+    assert list(missing) == ["local", "apple", "google"]
 
 
 def test_a_bad_variable_reference_is_a_configuration_error() -> None:
@@ -192,6 +200,29 @@ def test_flask_social_commands_on_the_example() -> None:
         listing = runner.invoke(social_cli, ["providers"]).stdout
         assert f"  redirect URL:   {running.url}authenticate/local\n" in listing
         assert f"  profile:        {running.idp.userinfo_url}\n" in listing
+
+
+def test_sign_in_with_the_local_apple_server_over_http() -> None:
+    """``run_example(apple=True)``: the ``apple`` provider against the local Apple-like server,
+    through its form post and the app's hop, over real HTTP (the browser proof, with the two
+    on different sites, is tests/test_apple_browser.py)."""
+    with run_example(0, 0, apple=True) as running:
+        assert running.apple is not None
+        browser = requests.Session()
+        start = browser.get(f"{running.url}authenticate/apple?next=/profile", timeout=10)
+        assert start.url.startswith(running.apple.url)  # Apple's form-post page
+        hop = browser.post(f"{running.url}authenticate/apple", data=_hidden(start.text), timeout=10)
+        assert hop.status_code == 200
+        done = browser.post(f"{running.url}authenticate/apple", data=_hidden(hop.text), timeout=10)
+        assert done.status_code == 200
+        assert done.url == f"{running.url}profile"
+        assert "Ada Lovelace" in done.text
+        assert APPLE_USER.email in done.text
+
+
+def _hidden(page: str) -> dict[str, str]:
+    found = re.findall(r'<input type="hidden" name="([^"]+)" value="([^"]*)">', page)
+    return {name: html.unescape(value) for name, value in found}
 
 
 # -- python -m example_app -----------------------------------------------------------------------

@@ -10,6 +10,8 @@ classes: what an app's ``apple`` provider meets in production, without an Apple 
   (``kid``, ``iss`` the team id, ``sub`` the client id, ``aud`` the issuer, ``iat``, ``exp``);
   it enforces PKCE when the authorization request sent a challenge, and answers an RS256 ID
   token whose ``email_verified`` and ``is_private_email`` are strings, as Apple's often are.
+* ``POST /auth/token`` with ``grant_type=refresh_token`` answers a new access token only, as
+  Apple's does (no new refresh token, no ID token).
 * ``GET /auth/keys`` and ``GET /.well-known/openid-configuration``.
 
 Use in a test::
@@ -36,7 +38,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 from authlib.integrations.flask_oauth2 import AuthorizationServer
 from authlib.oauth2.rfc6749 import OAuth2Error
-from authlib.oauth2.rfc6749.grants import AuthorizationCodeGrant
+from authlib.oauth2.rfc6749.grants import AuthorizationCodeGrant, RefreshTokenGrant
 from authlib.oauth2.rfc6750 import BearerTokenGenerator
 from authlib.oauth2.rfc7636 import CodeChallenge
 from authlib.oidc.core import OpenIDCode
@@ -48,7 +50,7 @@ from markupsafe import escape
 
 from .clock import Clock, system_clock
 from .keys import SigningKeys
-from .models import AuthorizationCode, Client, LocalUser, TokenResponse
+from .models import AuthorizationCode, Client, IssuedToken, LocalUser, TokenResponse
 from .serving import LoopbackServer, is_loopback
 from .store import Store
 
@@ -113,7 +115,7 @@ class LocalAppleProvider:
         self.auto_approve: LocalUser | None = None
         #: Whether ``is_private_email`` and ``email_verified`` are strings (else booleans).
         self.string_booleans = True
-        self.store = Store(clock, code_ttl=60, access_token_ttl=3600, refresh_tokens=False)
+        self.store = Store(clock, code_ttl=60, access_token_ttl=3600, refresh_tokens=True)
         self.keys = SigningKeys()
         self._named: set[tuple[str, str]] = set()
         self._clients: dict[str, AppleClient] = {}
@@ -194,7 +196,7 @@ class LocalAppleProvider:
             redirect_uris=tuple(redirect_uris),
             auth_methods=frozenset({"client_secret_post"}),
             scope=_SCOPE,
-            refresh_tokens=False,
+            refresh_tokens=True,
             check_secret=self._check_secret,
         )
         with self._lock:
@@ -277,6 +279,7 @@ class _AppleServer(AuthorizationServer):  # type: ignore[misc]
         bearer = BearerTokenGenerator(_new_token, _new_token, apple.store.access_token_ttl)
         self.register_token_generator("default", lambda **kwargs: TokenResponse(bearer(**kwargs)))
         self.register_grant(_CodeGrant, [CodeChallenge(required=False), _AppleIdToken(apple)])
+        self.register_grant(_RefreshGrant)
 
     def query_client(self, client_id: str) -> AppleClient | None:
         return self.apple.client(client_id)
@@ -300,6 +303,24 @@ class _CodeGrant(AuthorizationCodeGrant):  # type: ignore[misc]
 
     def authenticate_user(self, authorization_code: AuthorizationCode) -> LocalUser:
         return authorization_code.user
+
+
+class _RefreshGrant(RefreshTokenGrant):  # type: ignore[misc]
+    """Apple's refresh: a new access token only; the refresh token stays valid and no new
+    refresh token or ID token is issued."""
+
+    TOKEN_ENDPOINT_AUTH_METHODS: ClassVar[list[str]] = ["client_secret_post"]
+    INCLUDE_NEW_REFRESH_TOKEN = False
+    server: _AppleServer
+
+    def authenticate_refresh_token(self, refresh_token: str) -> IssuedToken | None:
+        return self.server.apple.store.refresh_token(refresh_token)
+
+    def authenticate_user(self, refresh_token: IssuedToken) -> LocalUser:
+        return refresh_token.user
+
+    def revoke_old_credential(self, refresh_token: IssuedToken) -> None:
+        pass
 
 
 class _AppleIdToken(OpenIDCode):  # type: ignore[misc]

@@ -65,7 +65,13 @@ _MAX_AGE_RE: Final = re.compile(r"[0-9]{1,12}")
 #: Members of a JWK that only a private key has (a key set should never publish them), and
 #: ``key_ops``, which a verifying key does not need: left out when a key is read.
 _PRIVATE_MEMBERS: Final = frozenset({"d", "p", "q", "dp", "dq", "qi", "oth", "key_ops"})
-_ENDPOINTS: Final = ("authorization_endpoint", "token_endpoint", "userinfo_endpoint", "jwks_uri")
+_ENDPOINTS: Final = (
+    "authorization_endpoint",
+    "token_endpoint",
+    "userinfo_endpoint",
+    "jwks_uri",
+    "revocation_endpoint",
+)
 
 
 class Fetch(Protocol):
@@ -183,6 +189,7 @@ class ProviderMetadata:
     :param iss_parameter_supported: RFC 9207: callbacks carry ``iss``, which is then required.
     :param signing_algorithms: ``id_token_signing_alg_values_supported``, if listed.
     :param raw: The whole document.
+    :param revocation_endpoint: RFC 7009 token revocation, where the provider has it.
     """
 
     issuer: str
@@ -193,6 +200,7 @@ class ProviderMetadata:
     iss_parameter_supported: bool
     signing_algorithms: frozenset[str] | None
     raw: Mapping[str, Any] = field(repr=False, compare=False)
+    revocation_endpoint: str | None = None
 
     @classmethod
     def from_document(cls, provider: str, document: Any) -> ProviderMetadata:
@@ -233,6 +241,7 @@ class ProviderMetadata:
             is True,
             signing_algorithms=signing,
             raw=MappingProxyType(dict(document)),
+            revocation_endpoint=endpoints["revocation_endpoint"],
         )
 
 

@@ -16,7 +16,7 @@ from typing import Any, ClassVar, Final, Literal, Self
 
 from flask import Response, current_app, g, request
 
-from . import discovery, flow, id_token, state_cookie
+from . import discovery, flow, id_token, revocation, state_cookie
 from .errors import (
     AccessDeniedError,
     AuthenticationError,
@@ -157,6 +157,10 @@ class OAuth2Provider(SocialProvider):
     #: :meth:`authenticate` reads; otherwise a ``POST`` to the route is a client-side
     #: framework's JSON.
     form_post_callback: ClassVar[bool] = False
+    #: The base of relative API URLs after sign-in (``customProperties.apiBaseURL`` overrides).
+    default_api_base: ClassVar[str | None] = None
+    #: The RFC 7009 revocation endpoint (``customProperties.revocationURL`` overrides).
+    default_revocation_url: ClassVar[str | None] = None
 
     # -- configuration ---------------------------------------------------------------------
 
@@ -185,6 +189,7 @@ class OAuth2Provider(SocialProvider):
             )
         verifies = issuer is not None and "openid" in (settings.scope or "").split()
         problems.extend(discovery.settings_problems(settings))
+        problems.extend(revocation.settings_problems(settings))
         problems.extend(id_token.settings_problems(settings, verifies=verifies))
         return problems
 
@@ -456,11 +461,14 @@ class OAuth2Provider(SocialProvider):
     def _basic_client_auth(self) -> bool:
         return self.token_auth_method == "client_secret_basic"  # noqa: S105 - a method name
 
-    def _post_to_token_endpoint(self, step: str, body: str) -> ProviderResponse:
-        """POST a grant's form body to ``accessTokenURL`` with the client's authentication."""
+    def _post_to_token_endpoint(
+        self, step: str, body: str, url: str | None = None
+    ) -> ProviderResponse:
+        """POST a form body to ``accessTokenURL`` (or ``url``) with the client's
+        authentication."""
         return self.send(
             "POST",
-            self.settings.access_token_url,
+            url or self.settings.access_token_url,
             step=step,
             error=UnexpectedResponseError,
             headers=flow.token_headers(
@@ -523,6 +531,30 @@ class OAuth2Provider(SocialProvider):
             renewed = dataclasses.replace(renewed, id_token_claims=info.id_token_claims)
         logger.info("%s: token refreshed", self.name)
         return renewed
+
+    def revoke(self, info: OAuth2Info) -> bool:
+        """Revoke ``info`` at the provider (RFC 7009): its refresh token when it has one, else
+        its access token, with the client authentication of the token request. The endpoint
+        is ``customProperties.revocationURL``, else the provider's built-in one, else the
+        discovery document's ``revocation_endpoint``. Needs an app context.
+
+        :return: ``False`` (and nothing sent) when the provider has no revocation endpoint.
+        :raises UnexpectedResponseError: when the provider fails (502; a timeout is 504).
+        """
+        url = revocation.endpoint(self.settings, self.default_revocation_url, self._discovered)
+        if url is None:
+            return False
+        body = revocation.request_body(
+            self.token_request_settings(), info, credentials_in_body=not self._basic_client_auth
+        )
+        response = self._post_to_token_endpoint(revocation.STEP, body, url)
+        revocation.check_answer(self.name, response)
+        logger.info("%s: token revoked", self.name)
+        return True
+
+    def _discovered(self) -> str | None:
+        metadata = self.openid_metadata()
+        return None if metadata is None else metadata.revocation_endpoint
 
     def send(
         self,

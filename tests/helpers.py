@@ -166,6 +166,14 @@ def watch(app: Flask) -> Outcome:
     return outcome
 
 
+def signed_in_info(app: Flask) -> OAuth2Info:
+    """Sign in with the app's ``local`` provider (the ``idp`` fixture); the token it gave."""
+    outcome = watch(app)
+    assert sign_in(app.test_client()).status_code == 302
+    (info,) = outcome.infos
+    return info
+
+
 def token_strings(infos: list[OAuth2Info]) -> list[str]:
     """The access, refresh and ID tokens of ``infos``."""
     found: list[str] = []

@@ -33,6 +33,7 @@ from helpers import (
     local_provider,
     sign_in,
     signed,
+    signed_in_info,
     start_fake,
     token_strings,
     watch,
@@ -426,13 +427,6 @@ def test_builtin_class_accepts_its_extra_issuer(
 
 
 # -- refresh -------------------------------------------------------------------------------------
-
-
-def signed_in_info(app: Flask) -> OAuth2Info:
-    outcome = watch(app)
-    assert sign_in(app.test_client()).status_code == 302
-    (info,) = outcome.infos
-    return info
 
 
 def test_refresh_rotates_the_refresh_token(

@@ -113,7 +113,8 @@ def create_idp_app(provider: IdentityProvider) -> Flask:
     ``http://<host>:<port>`` from the provider's constructor, so give it a
     fixed port.
 
-    Routes: ``GET/POST /authorize``, ``POST /token``, ``GET/POST /userinfo``,
+    Routes: ``GET/POST /authorize``, ``POST /token``, ``POST /revoke`` (RFC 7009),
+    ``GET/POST /userinfo``, ``GET /api/me`` (a protected API answering the token's user),
     ``GET /jwks``, ``GET /.well-known/openid-configuration`` (also served as
     ``/.well-known/oauth-authorization-server``), ``GET /avatar/<sub>.svg``,
     ``GET /favicon.ico`` and a small index page at ``/``.
@@ -150,7 +151,7 @@ def create_idp_app(provider: IdentityProvider) -> Flask:
         response.headers.setdefault(
             "Content-Security-Policy", "default-src 'none'; frame-ancestors 'none'"
         )
-        if request.path in ("/authorize", "/token", "/userinfo"):
+        if request.path in ("/authorize", "/token", "/userinfo", "/revoke", "/api/me"):
             response.headers["Cache-Control"] = "no-store"
         return response
 
@@ -273,8 +274,23 @@ def create_idp_app(provider: IdentityProvider) -> Flask:
         records.add_token(_recorded_token_request(response.status_code))
         return response
 
+    @app.post("/revoke")
+    def revoke() -> Response:
+        with token_lock:
+            response: Response = server.create_endpoint_response("revocation")
+        records.add_revocation(_recorded_token_request(response.status_code))
+        return response
+
     protector = ResourceProtector()
     protector.register_token_validator(BearerValidator(store))
+
+    @app.get("/api/me")
+    def api_me() -> Response:
+        records.add_api(dict(request.headers))
+        with protector.acquire() as current:
+            claims = user_claims(current.user, current.scope, provider.issuer)
+        answer = {"sub": claims["sub"], "scope": current.scope, "claims": claims}
+        return Response(json.dumps(answer), mimetype="application/json")
 
     @app.route("/userinfo", methods=["GET", "POST"])
     def userinfo() -> Response:

@@ -155,7 +155,7 @@ class Client:
         )
 
     def check_endpoint_auth_method(self, method: str, endpoint: str) -> bool:
-        if endpoint == "token":
+        if endpoint in ("token", "revocation"):
             return method in self.auth_methods
         return True
 

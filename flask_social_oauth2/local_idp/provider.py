@@ -234,6 +234,17 @@ class LocalIdentityProvider:
         return f"{self.url}/userinfo"
 
     @property
+    def revocation_url(self) -> str:
+        """The RFC 7009 revocation endpoint (announced as ``revocation_endpoint``)."""
+        return f"{self.url}/revoke"
+
+    @property
+    def api_base_url(self) -> str:
+        """The base of the protected API (``customProperties.apiBaseURL``): ``GET me``
+        answers the bearer token's user."""
+        return f"{self.url}/api/"
+
+    @property
     def jwks_url(self) -> str:
         """The JSON Web Key Set with the ID-token signing key."""
         return f"{self.url}/jwks"
@@ -245,13 +256,15 @@ class LocalIdentityProvider:
 
     def endpoints(self) -> dict[str, str]:
         """Every address a client needs, by name: discovery, authorization, token,
-        userinfo, jwks."""
+        userinfo, jwks, revocation, api."""
         return {
             "discovery": self.discovery_url,
             "authorization": self.authorization_url,
             "token": self.token_url,
             "userinfo": self.userinfo_url,
             "jwks": self.jwks_url,
+            "revocation": self.revocation_url,
+            "api": self.api_base_url,
         }
 
     @property
@@ -282,6 +295,11 @@ class LocalIdentityProvider:
                 "client_secret_post",
             ],
             code_challenge_methods_supported=["S256"],
+            revocation_endpoint=self.revocation_url,
+            revocation_endpoint_auth_methods_supported=[
+                "client_secret_basic",
+                "client_secret_post",
+            ],
             claims_supported=sorted(_SUPPORTED_CLAIMS),
         )
         if self._iss_parameter:
@@ -394,6 +412,16 @@ class LocalIdentityProvider:
     def userinfo_requests(self) -> list[dict[str, str]]:
         """A copy of the headers of every userinfo request."""
         return self.records.userinfo()
+
+    @property
+    def revocation_requests(self) -> list[RecordedTokenRequest]:
+        """A copy of the list of revocation requests received, oldest first."""
+        return self.records.revocation()
+
+    @property
+    def api_requests(self) -> list[dict[str, str]]:
+        """A copy of the headers of every request to the protected API."""
+        return self.records.api()
 
     @property
     def jwks_requests(self) -> int:

@@ -16,7 +16,7 @@ __all__ = ["NextAnswers", "RecordedTokenRequest", "Records"]
 
 #: Token-request fields whose values :class:`RecordedTokenRequest` never prints.
 _SENSITIVE_FIELDS: Final = frozenset(
-    {"client_secret", "code", "code_verifier", "refresh_token", "client_assertion"}
+    {"client_secret", "code", "code_verifier", "refresh_token", "client_assertion", "token"}
 )
 
 
@@ -86,6 +86,8 @@ class Records:
         self._authorization: list[dict[str, str]] = []
         self._token: list[RecordedTokenRequest] = []
         self._userinfo: list[dict[str, str]] = []
+        self._revocation: list[RecordedTokenRequest] = []
+        self._api: list[dict[str, str]] = []
         self._documents: dict[str, int] = {"jwks": 0, "discovery": 0}
 
     def add_authorization(self, query: Mapping[str, str]) -> None:
@@ -97,6 +99,16 @@ class Records:
         """Record a token request."""
         with self._lock:
             self._token.append(record)
+
+    def add_revocation(self, record: RecordedTokenRequest) -> None:
+        """Record a revocation request (RFC 7009)."""
+        with self._lock:
+            self._revocation.append(record)
+
+    def add_api(self, headers: Mapping[str, str]) -> None:
+        """Record the headers of a request to the protected API."""
+        with self._lock:
+            self._api.append(dict(headers))
 
     def add_userinfo(self, headers: Mapping[str, str]) -> None:
         """Record the headers of a userinfo request."""
@@ -118,6 +130,16 @@ class Records:
         with self._lock:
             return list(self._token)
 
+    def revocation(self) -> list[RecordedTokenRequest]:
+        """A copy of the recorded revocation requests."""
+        with self._lock:
+            return list(self._revocation)
+
+    def api(self) -> list[dict[str, str]]:
+        """A copy of the headers of the recorded API requests."""
+        with self._lock:
+            return [dict(entry) for entry in self._api]
+
     def userinfo(self) -> list[dict[str, str]]:
         """A copy of the recorded userinfo headers."""
         with self._lock:
@@ -135,6 +157,8 @@ class Records:
             self._authorization.clear()
             self._token.clear()
             self._userinfo.clear()
+            self._revocation.clear()
+            self._api.clear()
 
 
 class NextAnswers:

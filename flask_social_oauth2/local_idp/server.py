@@ -3,6 +3,7 @@ keys: the code grant with mandatory S256 PKCE, OpenID Connect, refresh tokens, R
 
 from __future__ import annotations
 
+import hmac
 import secrets
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
@@ -11,6 +12,7 @@ from authlib.integrations.flask_oauth2 import AuthorizationServer
 from authlib.oauth2.rfc6749 import InvalidRequestError
 from authlib.oauth2.rfc6749.grants import AuthorizationCodeGrant, RefreshTokenGrant
 from authlib.oauth2.rfc6750 import BearerTokenGenerator, BearerTokenValidator
+from authlib.oauth2.rfc7009 import RevocationEndpoint
 from authlib.oauth2.rfc7636 import CodeChallenge
 from authlib.oauth2.rfc7636.challenge import compare_s256_code_challenge
 from authlib.oauth2.rfc9207 import IssuerParameter
@@ -66,6 +68,7 @@ class LocalAuthorizationServer(AuthorizationServer):  # type: ignore[misc]
         self.register_grant(_CodeGrant, [_S256Challenge(required=True), _OpenIDCode(self)])
         if store.refresh_tokens:
             self.register_grant(_RefreshGrant)
+        self.register_endpoint(_Revocation)
         self.issuer_parameter = _IssuerParameter(issuer) if iss_parameter else None
         if self.issuer_parameter is not None:
             self.register_extension(self.issuer_parameter)
@@ -118,6 +121,22 @@ class _RefreshGrant(RefreshTokenGrant):  # type: ignore[misc]
 
     def revoke_old_credential(self, refresh_token: IssuedToken) -> None:
         self.server.store.revoke_refresh_token(refresh_token)
+
+
+class _Revocation(RevocationEndpoint):  # type: ignore[misc]
+    """Authlib's RFC 7009 revocation endpoint over the store."""
+
+    CLIENT_AUTH_METHODS: ClassVar[list[str]] = _CLIENT_AUTH_METHODS
+    server: LocalAuthorizationServer
+
+    def query_token(self, token_string: str, token_type_hint: str | None) -> IssuedToken | None:
+        return self.server.store.find_token(token_string, token_type_hint)
+
+    def revoke_token(self, token: IssuedToken, request: Any) -> None:
+        refresh = token.refresh_token is not None and hmac.compare_digest(
+            token.refresh_token, request.form["token"]
+        )
+        self.server.store.revoke(token, refresh_token=refresh)
 
 
 class _S256Challenge(CodeChallenge):  # type: ignore[misc]

@@ -217,6 +217,25 @@ class Store:
                 return None
             return record
 
+    def find_token(self, token: str, hint: str | None) -> IssuedToken | None:
+        """The record of an access or refresh token, looked up first as ``hint`` says
+        (RFC 7009 2.1: a wrong hint only changes the order)."""
+        with self._lock:
+            if hint == "refresh_token":
+                return self._refresh_tokens.get(token) or self._tokens.get(token)
+            return self._tokens.get(token) or self._refresh_tokens.get(token)
+
+    def revoke(self, record: IssuedToken, *, refresh_token: bool) -> None:
+        """RFC 7009 revocation: an access token alone, or a refresh token together with every
+        token of its grant (2.1: its access tokens too)."""
+        with self._lock:
+            if not refresh_token:
+                record.access_revoked = True
+                return
+            for other in self._tokens.values():
+                if other.grant_id == record.grant_id:
+                    other.access_revoked = other.refresh_revoked = True
+
     def revoke_refresh_token(self, record: IssuedToken) -> None:
         """Revoke one refresh token (after it was rotated)."""
         with self._lock:

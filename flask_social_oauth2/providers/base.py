@@ -75,6 +75,8 @@ class BuiltinProvider(OAuth2Provider):
             cls.default_issuer = facts.issuer
             cls.issuer_from_token_url = facts.issuer_from_token_url
             cls.extra_id_token_issuers = facts.extra_id_token_issuers
+            cls.default_api_base = facts.api_base
+            cls.default_revocation_url = facts.revocation_url
 
     # -- configuration ---------------------------------------------------------------------
 

@@ -1,0 +1,66 @@
+"""Token revocation (RFC 7009): where to send it, what to send, how to read the answer.
+
+The provider sends the request with its client authentication; nothing here knows about Flask.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Final
+from urllib.parse import urlencode
+
+from .errors import ConfigurationProblem, UnexpectedResponseError
+from .flow import read_token_fields
+from .http_client import ProviderResponse
+from .settings import OAuth2Info, OAuth2Settings
+from .urls import check_endpoint_url
+
+#: The ``customProperties`` key naming a provider's revocation endpoint.
+REVOCATION_URL_KEY: Final = "revocationURL"
+STEP: Final = "revocation request"
+
+
+def settings_problems(settings: OAuth2Settings) -> list[ConfigurationProblem]:
+    """A ``customProperties.revocationURL`` that is not https (http only on loopback): it
+    receives the refresh token."""
+    url = settings.custom_properties.get(REVOCATION_URL_KEY)
+    error = None if url is None else check_endpoint_url(url)
+    if error is None:
+        return []
+    return [ConfigurationProblem(None, f"customProperties.{REVOCATION_URL_KEY}", error)]
+
+
+def endpoint(
+    settings: OAuth2Settings, built_in: str | None, discovered: Callable[[], str | None]
+) -> str | None:
+    """The revocation endpoint: ``customProperties.revocationURL``, else the provider's
+    built-in one, else the discovery document's ``revocation_endpoint`` (read only when the
+    first two are absent)."""
+    return settings.custom_properties.get(REVOCATION_URL_KEY) or built_in or discovered()
+
+
+def request_body(settings: OAuth2Settings, info: OAuth2Info, *, credentials_in_body: bool) -> str:
+    """The form body: the refresh token when there is one (revoking it ends the grant, RFC 7009
+    2.1), else the access token, each with its ``token_type_hint``; ``client_id`` always, and
+    the secret when the client authenticates in the body."""
+    if info.refresh_token:
+        fields = [("token", info.refresh_token), ("token_type_hint", "refresh_token")]
+    else:
+        fields = [("token", info.access_token), ("token_type_hint", "access_token")]
+    fields.append(("client_id", settings.client_id))
+    if credentials_in_body:
+        fields.append(("client_secret", settings.client_secret))
+    return urlencode(fields)
+
+
+def check_answer(provider: str, response: ProviderResponse) -> None:
+    """Accept a 2xx answer (RFC 7009 2.2: 200, the body ignored, also for a token the server
+    did not know); anything else is the provider's fault.
+
+    :raises UnexpectedResponseError: for another status, naming the error code if any (e.g.
+        ``unsupported_token_type``), never the body.
+    """
+    if 200 <= response.status < 300:
+        return
+    read_token_fields(provider, response, STEP)  # raises with the error code when there is one
+    raise UnexpectedResponseError(provider, f"{STEP} failed: HTTP {response.status}")

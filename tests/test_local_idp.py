@@ -377,6 +377,23 @@ def test_access_token_expires() -> None:
         assert userinfo(provider, body["access_token"]).status_code == 401
 
 
+def test_protected_api_answers_the_token_user_until_it_expires() -> None:
+    clock = ManualClock()
+    with make_idp(access_token_ttl=60, clock=clock) as provider:
+        flow = Flow(provider)
+        access_token = flow.token(flow.code()).json()["access_token"]
+        url = f"{provider.api_base_url}me"
+        answer = requests.get(url, headers={"Authorization": f"Bearer {access_token}"}, timeout=10)
+        assert answer.status_code == 200
+        assert answer.json()["sub"] == ADA.sub
+        assert answer.headers["Cache-Control"] == "no-store"
+        assert requests.get(url, timeout=10).status_code == 401
+        clock.advance(60)
+        expired = requests.get(url, headers={"Authorization": f"Bearer {access_token}"}, timeout=10)
+        assert expired.status_code == 401
+        assert len(provider.api_requests) == 3
+
+
 # ------------------------------------------------------------- consent page
 
 

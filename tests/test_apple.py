@@ -20,7 +20,7 @@ from helpers import MakeApp, watch
 from joserfc import jwt
 
 from flask_social_oauth2.errors import ConfigurationError, IdTokenError
-from flask_social_oauth2.local_idp import LocalUser
+from flask_social_oauth2.local_idp import LocalUser, ManualClock
 from flask_social_oauth2.local_idp.apple import LocalAppleProvider
 from flask_social_oauth2.providers import apple_secret
 from flask_social_oauth2.providers.apple import first_sign_in_name
@@ -440,8 +440,12 @@ def test_the_recorded_answers_read_as_documented(
     assert profile.email_verified is True
     assert profile.raw["is_private_email"] == "true"
     assert profile.raw["real_user_status"] == 2
-    assert _recorded("apple.token")["token_type"] == "Bearer"
-    assert _recorded("apple.error") == {"error": "invalid_grant"}
+    (info,) = outcome.infos  # the local server answers the fields Apple's TokenResponse has
+    token = _recorded("apple.token")
+    assert info.token_type == token["token_type"]
+    assert isinstance(info.expires_in, int)
+    assert info.refresh_token
+    assert isinstance(info.params["id_token"], str)
 
 
 def test_refresh_sends_the_client_secret_jwt_and_keeps_the_claims(
@@ -460,3 +464,44 @@ def test_refresh_sends_the_client_secret_jwt_and_keeps_the_claims(
     code_exchange, refresh = apple.checked_secrets
     assert refresh.problem is None
     assert refresh.secret == code_exchange.secret  # the kept client secret
+
+
+def test_an_expired_code_is_apples_invalid_grant(make_app: MakeApp) -> None:
+    """Apple's documented error answer (apple.error.json): a 502 naming ``invalid_grant``."""
+    clock = ManualClock()
+    with LocalAppleProvider(clock=clock) as slow:
+        slow.register_client(SERVICES_ID, [CALLBACK])
+        slow.auto_approve = ADA
+        app = make_app({"apple": slow.settings_block(SERVICES_ID, "/authenticate/apple")})
+        outcome = watch(app)
+        with app.test_client() as client:
+            fields = provider_form(client)
+            clock.advance(120)  # codes live 60 s
+            answer = client.post("/authenticate/apple", data=hop(client, fields).fields)
+    assert answer.status_code == 502
+    assert "invalid_grant" in str(outcome.error)
+    assert _recorded("apple.error")["error"] in str(outcome.error)
+    assert outcome.profiles == []
+
+
+def test_the_local_server_enforces_pkce_and_the_client_secret(
+    apple_app: Flask, apple: LocalAppleProvider
+) -> None:
+    with apple_app.test_client() as client:
+        code = provider_form(client)["code"]
+    claims = apple_secret.SecretClaims(apple.team_id, apple.key_id, SERVICES_ID, apple.issuer)
+    form = {
+        "grant_type": "authorization_code",
+        "code": code,
+        "redirect_uri": CALLBACK,
+        "client_id": SERVICES_ID,
+        "client_secret": apple_secret.SECRETS.secret(claims, apple.private_key_pem),
+    }
+    token_url = f"{apple.url}/auth/token"
+    no_secret = requests.post(token_url, data={**form, "client_secret": "s3cret"}, timeout=10)
+    assert no_secret.json()["error"] == "invalid_client"
+    no_verifier = requests.post(token_url, data=form, timeout=10)
+    assert no_verifier.status_code == 400
+    wrong = requests.post(token_url, data={**form, "code_verifier": "w" * 43}, timeout=10)
+    assert wrong.status_code == 400
+    assert wrong.json()["error"] == "invalid_grant"

@@ -1,0 +1,126 @@
+"""The package's shape: imports flow one way (issue "house").
+
+Every import of a package module counts, at module level, inside functions and under
+``if TYPE_CHECKING:``: a cycle through any of them means a lower room reaches up.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+import flask_social_oauth2
+
+PACKAGE = Path(flask_social_oauth2.__file__).parent
+NAME = "flask_social_oauth2"
+
+
+def package_modules() -> dict[str, Path]:
+    modules = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = [NAME, *path.relative_to(PACKAGE).with_suffix("").parts]
+        if parts[-1] == "__init__":
+            parts.pop()
+        modules[".".join(parts)] = path
+    return modules
+
+
+def imported_modules(module: str, path: Path, modules: dict[str, Path]) -> Iterator[str]:
+    """The package modules ``module`` imports, anywhere in its source."""
+    is_package = path.name == "__init__.py"
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                anchor = module.split(".") if is_package else module.split(".")[:-1]
+                anchor = anchor[: len(anchor) - (node.level - 1)]
+                base = ".".join([*anchor, *([node.module] if node.module else [])])
+            else:
+                base = node.module or ""
+            targets = [
+                f"{base}.{alias.name}" if f"{base}.{alias.name}" in modules else base
+                for alias in node.names
+            ]
+        else:
+            continue
+        for target in targets:
+            while target and target not in modules:
+                target = target.rpartition(".")[0]
+            if target.startswith(NAME) and target != module:
+                yield target
+
+
+def import_graph() -> dict[str, set[str]]:
+    modules = package_modules()
+    graph = {name: set(imported_modules(name, path, modules)) for name, path in modules.items()}
+    for name in graph:  # a package re-exporting its own children is not a back edge
+        if modules[name].name == "__init__.py":
+            graph[name] = {t for t in graph[name] if not t.startswith(name + ".")} | {
+                t for t in graph[name] if t.startswith(name + ".") and t != name
+            }
+    return graph
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One import cycle of ``graph``, as the list of modules along it, or ``None``."""
+    visiting: list[str] = []
+    done: set[str] = set()
+
+    def visit(node: str) -> list[str] | None:
+        if node in visiting:
+            return [*visiting[visiting.index(node) :], node]
+        if node in done:
+            return None
+        visiting.append(node)
+        for target in sorted(graph.get(node, ())):
+            cycle = visit(target)
+            if cycle is not None:
+                return cycle
+        visiting.pop()
+        done.add(node)
+        return None
+
+    for start in sorted(graph):
+        cycle = visit(start)
+        if cycle is not None:
+            return cycle
+    return None
+
+
+def test_the_package_has_no_import_cycle() -> None:
+    cycle = find_cycle(import_graph())
+    assert cycle is None, "import cycle: " + " -> ".join(cycle or [])
+
+
+def test_the_cycle_finder_finds_a_cycle() -> None:
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert find_cycle(graph) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": {"b"}, "b": set()}) is None
+
+
+def test_the_graph_sees_imports_inside_functions_and_type_checking_blocks(
+    tmp_path: Path,
+) -> None:
+    source = (
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n    from .b import B\n"
+        "def f():\n    from . import c\n    import flask_social_oauth2.d\n"
+    )
+    path = tmp_path / "a.py"
+    path.write_text(source)
+    modules = {f"{NAME}.{m}": tmp_path / f"{m}.py" for m in "abcd"}
+    assert set(imported_modules(f"{NAME}.a", path, modules)) == {
+        f"{NAME}.b",
+        f"{NAME}.c",
+        f"{NAME}.d",
+    }
+
+
+def test_the_graph_is_not_empty() -> None:
+    graph = import_graph()
+    assert f"{NAME}.extension" in graph
+    assert f"{NAME}.settings" in graph[f"{NAME}.extension"] or any(
+        f"{NAME}.settings" in targets for targets in graph.values()
+    )

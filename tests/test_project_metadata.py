@@ -126,6 +126,8 @@ def test_tox_runs_the_ci_gate_by_default_and_bench_on_demand() -> None:
     assert "coverage report" in tox["testenv"]["commands"]
     for name in ("tests-min", "docs"):
         assert f"testenv:{name}" in tox
+    # the API reference imports flask_social_oauth2.local_idp, which needs the idp extra
+    assert {"docs", "idp"} <= {extra.strip() for extra in tox["testenv:docs"]["extras"].split(",")}
 
 
 def test_py311_measures_branch_coverage_with_a_floor() -> None:
@@ -135,3 +137,10 @@ def test_py311_measures_branch_coverage_with_a_floor() -> None:
     assert coverage["run"]["branch"] is True
     assert coverage["run"]["source"] == ["flask_social_oauth2"]
     assert coverage["report"]["fail_under"] >= 90
+
+
+def test_the_benchmark_smoke_run_is_part_of_the_default_suite() -> None:
+    source = (ROOT / "tests" / "test_benchmarks.py").read_text(encoding="utf-8")
+    assert "pytest.mark." not in source
+    assert "pytestmark" not in source
+    assert "def test_one_whole_flow_round" in source

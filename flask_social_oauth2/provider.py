@@ -541,7 +541,7 @@ class OAuth2Provider(SocialProvider):
         :return: ``False`` (and nothing sent) when the provider has no revocation endpoint.
         :raises UnexpectedResponseError: when the provider fails (502; a timeout is 504).
         """
-        url = revocation.endpoint(self.settings, self.default_revocation_url, self._discovered)
+        url = revocation.endpoint(self.settings, self.built_in_revocation_url(), self._discovered)
         if url is None:
             return False
         body = revocation.request_body(
@@ -551,6 +551,11 @@ class OAuth2Provider(SocialProvider):
         revocation.check_answer(self.name, response)
         logger.info("%s: token revoked", self.name)
         return True
+
+    def built_in_revocation_url(self) -> str | None:
+        """The provider's own revocation endpoint for these settings: by default
+        :attr:`default_revocation_url`."""
+        return self.default_revocation_url
 
     def _discovered(self) -> str | None:
         metadata = self.openid_metadata()

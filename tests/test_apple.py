@@ -19,7 +19,7 @@ from flask import Flask
 from helpers import MakeApp, watch
 from joserfc import jwt
 
-from flask_social_oauth2.errors import ConfigurationError, IdTokenError
+from flask_social_oauth2.errors import ConfigurationError, IdTokenError, UnexpectedResponseError
 from flask_social_oauth2.local_idp import LocalUser, ManualClock
 from flask_social_oauth2.local_idp.apple import LocalAppleProvider
 from flask_social_oauth2.providers import apple_secret
@@ -505,3 +505,46 @@ def test_the_local_server_enforces_pkce_and_the_client_secret(
     wrong = requests.post(token_url, data={**form, "code_verifier": "w" * 43}, timeout=10)
     assert wrong.status_code == 400
     assert wrong.json()["error"] == "invalid_grant"
+
+
+def test_revoke_sends_the_client_secret_jwt_to_the_issuers_endpoint(
+    apple_app: Flask, apple: LocalAppleProvider
+) -> None:
+    outcome = watch(apple_app)
+    with apple_app.test_client() as client:
+        sign_in(client)
+    (info,) = outcome.infos
+    provider = apple_app.extensions["social_oauth2"].providers["apple"]
+    with apple_app.app_context():
+        assert provider.revoke(info) is True
+        with pytest.raises(UnexpectedResponseError, match="invalid_grant"):
+            provider.refresh(info)  # the grant is gone
+    assert apple.revoked == [info.refresh_token]
+    revocation = apple.checked_secrets[1]
+    assert revocation.problem is None
+    assert revocation.secret == apple.checked_secrets[0].secret
+
+
+def test_without_an_issuer_apple_revokes_at_apples_address(make_app: MakeApp) -> None:
+    from flask_social_oauth2.providers import AppleProvider
+
+    block = {
+        "authorizationURL": "https://appleid.apple.com/auth/authorize",
+        "accessTokenURL": "https://appleid.apple.com/auth/token",
+        "redirectURL": "/authenticate/apple",
+        "clientID": SERVICES_ID,
+        "clientSecret": apple_secret_pem(),
+        "customProperties": {"teamID": "ABCDE12345", "keyID": "FGHIJ67890"},
+    }
+    app = make_app({"apple": block})
+    provider = app.extensions["social_oauth2"].providers["apple"]
+    assert isinstance(provider, AppleProvider)
+    assert provider.built_in_revocation_url() == "https://appleid.apple.com/auth/revoke"
+    assert provider.issuer == "https://appleid.apple.com"
+
+
+def apple_secret_pem() -> str:
+    from joserfc.jwk import ECKey
+
+    pem: bytes = ECKey.generate_key("P-256", private=True).as_pem(private=True)
+    return pem.decode("ascii")

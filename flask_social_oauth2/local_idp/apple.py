@@ -12,6 +12,7 @@ classes: what an app's ``apple`` provider meets in production, without an Apple 
   token whose ``email_verified`` and ``is_private_email`` are strings, as Apple's often are.
 * ``POST /auth/token`` with ``grant_type=refresh_token`` answers a new access token only, as
   Apple's does (no new refresh token, no ID token).
+* ``POST /auth/revoke`` (RFC 7009, authenticated like the token endpoint).
 * ``GET /auth/keys`` and ``GET /.well-known/openid-configuration``.
 
 Use in a test::
@@ -40,6 +41,7 @@ from authlib.integrations.flask_oauth2 import AuthorizationServer
 from authlib.oauth2.rfc6749 import OAuth2Error
 from authlib.oauth2.rfc6749.grants import AuthorizationCodeGrant, RefreshTokenGrant
 from authlib.oauth2.rfc6750 import BearerTokenGenerator
+from authlib.oauth2.rfc7009 import RevocationEndpoint
 from authlib.oauth2.rfc7636 import CodeChallenge
 from authlib.oidc.core import OpenIDCode
 from flask import Flask, Response, request
@@ -125,6 +127,8 @@ class LocalAppleProvider:
         self.posted_forms: list[dict[str, str]] = []
         #: Every ID token issued.
         self.id_tokens: list[str] = []
+        #: Every token revoked at ``/auth/revoke``.
+        self.revoked: list[str] = []
         #: The query of every authorization request.
         self.authorization_requests: list[dict[str, str]] = []
         self.server = _AppleServer(self)
@@ -280,6 +284,7 @@ class _AppleServer(AuthorizationServer):  # type: ignore[misc]
         self.register_token_generator("default", lambda **kwargs: TokenResponse(bearer(**kwargs)))
         self.register_grant(_CodeGrant, [CodeChallenge(required=False), _AppleIdToken(apple)])
         self.register_grant(_RefreshGrant)
+        self.register_endpoint(_Revocation)
 
     def query_client(self, client_id: str) -> AppleClient | None:
         return self.apple.client(client_id)
@@ -321,6 +326,22 @@ class _RefreshGrant(RefreshTokenGrant):  # type: ignore[misc]
 
     def revoke_old_credential(self, refresh_token: IssuedToken) -> None:
         pass
+
+
+class _Revocation(RevocationEndpoint):  # type: ignore[misc]
+    """Apple's ``/auth/revoke``: a refresh token revokes the whole grant."""
+
+    CLIENT_AUTH_METHODS: ClassVar[list[str]] = ["client_secret_post"]
+    server: _AppleServer
+
+    def query_token(self, token_string: str, token_type_hint: str | None) -> IssuedToken | None:
+        return self.server.apple.store.find_token(token_string, token_type_hint)
+
+    def revoke_token(self, token: IssuedToken, request: Any) -> None:
+        sent = request.form["token"]
+        refresh = token.refresh_token is not None and token.refresh_token == sent
+        self.server.apple.store.revoke(token, refresh_token=refresh)
+        self.server.apple.revoked.append(sent)
 
 
 class _AppleIdToken(OpenIDCode):  # type: ignore[misc]
@@ -405,6 +426,11 @@ def _create_app(apple: LocalAppleProvider) -> Flask:
     def token() -> Response:
         with token_lock:
             return server.create_token_response()  # type: ignore[no-any-return]
+
+    @app.post("/auth/revoke")
+    def revoke() -> Response:
+        with token_lock:
+            return server.create_endpoint_response("revocation")  # type: ignore[no-any-return]
 
     @app.get("/auth/keys")
     def keys() -> Response:

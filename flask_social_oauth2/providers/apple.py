@@ -95,7 +95,8 @@ Apple sends the user's name only on the very first sign-in of a user to your Ser
 `user` form field: `first_name` and `last_name` come from it then (keep them: later sign-ins
 give `None`); its unsigned e-mail address is never used. There is no profile endpoint and no
 avatar. `customProperties.issuer` points the flow at another issuer (the secret's `aud`, the
-expected ID token `iss`, discovery and keys), e.g. a test server.
+expected ID token `iss`, discovery, keys and the revocation endpoint), e.g. a test server.
+`provider.revoke(info)` revokes at Apple's `/auth/revoke` with the same client-secret JWT.
 """,
 )
 
@@ -163,6 +164,13 @@ class AppleProvider(BuiltinProvider):
             verifier=pending.verifier,
             nonce=pending.nonce,
         )
+
+    def built_in_revocation_url(self) -> str | None:
+        """Apple's, unless ``customProperties.issuer`` names another issuer: then its discovery
+        document's ``revocation_endpoint``."""
+        if discovery.configured_issuer(self.settings) is not None:
+            return None
+        return super().built_in_revocation_url()
 
     def token_request_settings(self) -> OAuth2Settings:
         """The settings with ``clientSecret`` replaced by the client-secret JWT."""

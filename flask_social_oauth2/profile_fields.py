@@ -108,6 +108,11 @@ class ProfileFields:
         ``True``/``False`` when its documentation says so for every address it gives.
     :param avatar_url_template: For providers that send only a picture's id: the picture's
         address, ``{key}`` (the user id) and ``{value}`` (what ``avatar_url`` found) filled in.
+        A ``/`` in the value is kept (Yandex's ids have one); a ``..`` segment drops the avatar.
+    :param email_valid: Where the provider says whether the address still works (Kakao's
+        ``is_email_valid``): when it says no, ``email_verified`` is ``False``.
+    :param avatar_is_placeholder: Where the provider says the user has no picture of their
+        own (Yandex's ``is_avatar_empty``): then ``avatar_url`` is ``None``.
     """
 
     provider_key: FieldPath
@@ -119,6 +124,8 @@ class ProfileFields:
     email_verified: FieldPath | bool = None
     avatar_url: FieldPath = None
     avatar_url_template: str | None = None
+    email_valid: FieldPath = None
+    avatar_is_placeholder: FieldPath = None
 
     def extract(
         self,
@@ -141,11 +148,13 @@ class ProfileFields:
                 verified = self.email_verified
             else:
                 verified = first_flag(raw, self.email_verified, params)
+            if verified and first_flag(raw, self.email_valid, params) is False:
+                verified = False
         avatar = first_text(raw, self.avatar_url, params)
+        if first_flag(raw, self.avatar_is_placeholder, params) is True:
+            avatar = None
         if avatar is not None and self.avatar_url_template is not None:
-            avatar = self.avatar_url_template.format(
-                key=quote(key, safe=""), value=quote(avatar, safe="")
-            )
+            avatar = self._avatar_from_template(key, avatar)
         return SocialProfile(
             provider_id=provider_id,
             provider_key=key,
@@ -157,6 +166,14 @@ class ProfileFields:
             email_verified=verified,
             avatar_url=avatar,
             raw=raw,
+        )
+
+    def _avatar_from_template(self, key: str, value: str) -> str | None:
+        assert self.avatar_url_template is not None
+        if ".." in value.split("/"):
+            return None
+        return self.avatar_url_template.format(
+            key=quote(key, safe=""), value=quote(value, safe="/")
         )
 
 

@@ -7,9 +7,9 @@ A block of another name can use a built-in class through ``SOCIAL_OAUTH2_PROVIDE
 
 Every built-in class is a :class:`BuiltinProvider` driven by its facts; only the providers that
 truly behave differently have code of their own (:class:`AppleProvider`,
-:class:`FacebookProvider`, :class:`LinkedInProvider`, :class:`VKProvider`), the others'
-classes are generated. Adding a provider is adding a module with its ``FACTS`` and naming it
-in :data:`_DEFINITIONS`.
+:class:`FacebookProvider`, :class:`LineProvider`, :class:`LinkedInProvider`,
+:class:`VKProvider`), the others' classes are generated. Adding a provider is adding a module
+with its ``FACTS`` and naming it in :data:`_DEFINITIONS`.
 """
 
 from __future__ import annotations
@@ -20,31 +20,56 @@ from typing import Final
 
 from . import (
     amazon,
+    atlassian,
     auth0,
+    authentiq,
+    azure,
     bitbucket,
+    cognito,
+    dexcom,
+    digitalocean,
     discord,
     dropbox,
+    fitbit,
+    foursquare,
     github,
     gitlab,
     google,
+    heroku,
+    hubspot,
+    instagram,
+    kakao,
     keycloak,
     mastodon,
+    meetup,
     microsoft,
+    naver,
+    notion,
+    nylas,
     okta,
+    orcid,
+    osm,
+    osu,
     patreon,
+    paypal,
     reddit,
+    salesforce,
     slack,
     spotify,
     strava,
+    tiktok,
     twitch,
     twitter,
     yahoo,
+    yandex,
+    zoho,
     zoom,
 )
 from .apple import AppleProvider
 from .base import BuiltinProvider, provider_class
 from .facebook import FacebookProvider
 from .facts import ProviderFacts, Quirk
+from .line import LineProvider
 from .linkedin import LinkedInProvider
 from .vk import VKProvider
 
@@ -54,6 +79,7 @@ __all__ = [
     "AppleProvider",
     "BuiltinProvider",
     "FacebookProvider",
+    "LineProvider",
     "LinkedInProvider",
     "ProviderFacts",
     "Quirk",
@@ -64,28 +90,53 @@ __all__ = [
 _DEFINITIONS: Final[tuple[ProviderFacts | type[BuiltinProvider], ...]] = (
     amazon.FACTS,
     AppleProvider,
+    atlassian.FACTS,
     auth0.FACTS,
+    authentiq.FACTS,
+    azure.FACTS,
     bitbucket.FACTS,
+    cognito.FACTS,
+    dexcom.FACTS,
+    digitalocean.FACTS,
     discord.FACTS,
     dropbox.FACTS,
     FacebookProvider,
+    fitbit.FACTS,
+    foursquare.FACTS,
     github.FACTS,
     gitlab.FACTS,
     google.FACTS,
+    heroku.FACTS,
+    hubspot.FACTS,
+    instagram.FACTS,
+    kakao.FACTS,
     keycloak.FACTS,
+    LineProvider,
     LinkedInProvider,
     mastodon.FACTS,
+    meetup.FACTS,
     microsoft.FACTS,
+    naver.FACTS,
+    notion.FACTS,
+    nylas.FACTS,
     okta.FACTS,
+    orcid.FACTS,
+    osm.FACTS,
+    osu.FACTS,
     patreon.FACTS,
+    paypal.FACTS,
     reddit.FACTS,
+    salesforce.FACTS,
     slack.FACTS,
     spotify.FACTS,
     strava.FACTS,
+    tiktok.FACTS,
     twitch.FACTS,
     twitter.FACTS,
     VKProvider,
     yahoo.FACTS,
+    yandex.FACTS,
+    zoho.FACTS,
     zoom.FACTS,
 )
 

@@ -5,18 +5,29 @@ from __future__ import annotations
 import dataclasses
 import functools
 import importlib.metadata
+import json
 import logging
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any, ClassVar, Final
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
-from ..errors import ConfigurationProblem, ProfileRetrievalError
+from flask import has_request_context, request
+from oauthlib.common import add_params_to_uri
+
+from ..errors import (
+    ConfigurationProblem,
+    InvalidCallbackError,
+    ProfileRetrievalError,
+)
 from ..flow import safe_error_code
+from ..http_client import ProviderResponse
 from ..profile_fields import first_text, lookup
 from ..provider import OAuth2Provider
 from ..settings import OAuth2Info, OAuth2Settings, SocialProfile
-from .facts import ProviderFacts, Quirk
+from ..state_cookie import PendingFlow
+from ..urls import check_endpoint_url
+from .facts import CallbackTokenServer, ProviderFacts, Quirk
 
 logger = logging.getLogger("flask_social_oauth2")
 
@@ -36,6 +47,12 @@ def token_url_base(settings: OAuth2Settings) -> str:
     """``accessTokenURL`` without query, fragment and trailing slash."""
     parts = urlsplit(settings.access_token_url)
     return urlunsplit((parts.scheme, parts.netloc, parts.path.rstrip("/"), "", ""))
+
+
+def origin_of(url: str) -> str:
+    """``scheme://host[:port]`` of ``url``, lower case, for comparing servers."""
+    parts = urlsplit(url.strip())
+    return f"{parts.scheme.lower()}://{parts.netloc.lower()}"
 
 
 def primary_email(entries: Any, *, address: str, primary: str, verified: str) -> str | None:
@@ -84,7 +101,10 @@ class BuiltinProvider(OAuth2Provider):
     def settings_problems(cls, settings: OAuth2Settings) -> list[ConfigurationProblem]:
         facts = cls.facts
         problems = []
+        profile_elsewhere = facts.profile_url_from_token_answer or facts.profile_in_token_answer
         for problem in super().settings_problems(settings):
+            if problem.key == "apiURL" and profile_elsewhere:
+                continue  # the token answer holds the profile, or names its address
             if problem.key == "apiURL" and facts.api_url_hint is not None:
                 problem = ConfigurationProblem(None, "apiURL", f"is required: {facts.api_url_hint}")
             problems.append(problem)
@@ -118,9 +138,12 @@ class BuiltinProvider(OAuth2Provider):
         return f"web:{self.settings.client_id}:{package_version()} (flask-social-oauth2)"
 
     def token_request_headers(self) -> Mapping[str, str]:
+        headers = {}
         if Quirk.DESCRIPTIVE_USER_AGENT in self.facts.quirks:
-            return {"User-Agent": self.user_agent}
-        return {}
+            headers["User-Agent"] = self.user_agent
+        if Quirk.JSON_TOKEN_REQUEST in self.facts.quirks:
+            headers["Content-Type"] = "application/json"
+        return headers
 
     def api_headers(self) -> dict[str, str]:
         """The headers of every API call to the provider (besides the token)."""
@@ -142,6 +165,66 @@ class BuiltinProvider(OAuth2Provider):
         """The query parameters of the profile request."""
         return {param.name: param.value(self.settings) for param in self.facts.profile_params}
 
+    def authorization_url(self, pending: PendingFlow) -> str:
+        url = super().authorization_url(pending)
+        if Quirk.CLIENT_KEY in self.facts.quirks:
+            url = add_params_to_uri(url, [("client_key", self.settings.client_id)])
+        return url
+
+    def token_server(self, step: str) -> str | None:
+        """The server the callback names for the token request (:attr:`ProviderFacts.
+        callback_token_server`), checked against the allowed ones; ``None`` when the callback
+        names none (then ``accessTokenURL`` is used).
+
+        :raises InvalidCallbackError: for a server that is not allowed (400).
+        """
+        where = self.facts.callback_token_server
+        if where is None or step != "token request" or not has_request_context():
+            return None
+        named = request.args.get(where.parameter) or request.form.get(where.parameter)
+        if not named:
+            return None
+        server = origin_of(named)
+        if server not in self.allowed_token_servers(where) or check_endpoint_url(server):
+            raise InvalidCallbackError(
+                self.name, f"callback's {where.parameter!r} is not an allowed server"
+            )
+        return server
+
+    def allowed_token_servers(self, where: CallbackTokenServer) -> frozenset[str]:
+        """The servers a callback may name: the provider's own, the origin of
+        ``accessTokenURL`` and ``customProperties.accountsServers``."""
+        listed = self.settings.custom_properties.get("accountsServers", "").split()
+        own = (self.settings.access_token_url, *where.servers, *listed)
+        return frozenset(origin_of(url) for url in own)
+
+    def exchange_code(self, code: str, *, redirect_uri: str, verifier: str | None) -> OAuth2Info:
+        info = super().exchange_code(code, redirect_uri=redirect_uri, verifier=verifier)
+        where = self.facts.callback_token_server
+        server = self.token_server("token request")
+        if where is not None and server is not None:
+            info = dataclasses.replace(info, params={**info.params, where.parameter: server})
+        return info
+
+    def _post_to_token_endpoint(
+        self, step: str, body: str, url: str | None = None
+    ) -> ProviderResponse:
+        quirks = self.facts.quirks
+        server = self.token_server(step)
+        if server is not None:
+            assert self.facts.callback_token_server is not None
+            url = server + self.facts.callback_token_server.token_path
+        if Quirk.CLIENT_KEY in quirks:
+            body = urlencode([*parse_qsl(body), ("client_key", self.settings.client_id)])
+        if Quirk.JSON_TOKEN_REQUEST in quirks:
+            body = json.dumps(dict(parse_qsl(body)))
+        return super()._post_to_token_endpoint(step, body, url)
+
+    def parse_token_response(self, response: ProviderResponse) -> OAuth2Info:
+        if Quirk.TOKEN_ANSWER_IN_DATA_LIST in self.facts.quirks:
+            response = unwrapped_token_answer(response)
+        return super().parse_token_response(response)
+
     def profile_form(self, info: OAuth2Info) -> dict[str, str]:
         """The form body of a profile ``POST`` that carries the token."""
         form = {"access_token": info.access_token}
@@ -156,27 +239,53 @@ class BuiltinProvider(OAuth2Provider):
             given = lookup(info.params, facts.profile_in_token_answer)
             if isinstance(given, Mapping):
                 return given
-        url = self.profile_url
+        url = self.profile_url_for(info)
         if url is None:  # an OpenID Connect provider: discovery's userinfo, or the ID token
             return super().fetch_profile(info)
         headers = self.api_headers()
         data: str | Mapping[str, str] | None = facts.profile_json_body
         bearer: OAuth2Info | None = info
+        params = self.profile_query(info)
         if Quirk.TOKEN_IN_FORM_BODY in facts.quirks:
             data, bearer = self.profile_form(info), None
         else:
-            headers.update(self.authorization(info))
             if data is not None:
                 headers.update(_JSON)
+            if facts.token_query_parameter is not None:
+                params[facts.token_query_parameter] = info.access_token
+                bearer = None
+            elif Quirk.TOKEN_IN_PROFILE_PATH in facts.quirks:
+                url = f"{url.rstrip('/')}/{quote(info.access_token, safe='')}"
+            if bearer is not None:
+                headers.update(self.authorization(info))
         raw: Mapping[str, Any] = self.request_json(
-            facts.profile_method,
-            url,
-            bearer,
-            headers=headers,
-            params=self.profile_query(info) or None,
-            data=data,
+            facts.profile_method, url, bearer, headers=headers, params=params or None, data=data
         )
         return raw
+
+    def profile_url_for(self, info: OAuth2Info) -> str | None:
+        """The profile address for this token: ``apiURL``; else the one the token answer
+        names (:attr:`ProviderFacts.profile_url_from_token_answer`) or the callback's server
+        implies; else the built-in one.
+
+        :raises ProfileRetrievalError: when the token answer names no usable address.
+        """
+        facts = self.facts
+        if self.settings.api_url is not None:
+            return self.settings.api_url
+        if facts.profile_url_from_token_answer is not None:
+            named = info.params.get(facts.profile_url_from_token_answer)
+            if not isinstance(named, str) or check_endpoint_url(named) is not None:
+                raise ProfileRetrievalError(
+                    self.name,
+                    f"token answer's {facts.profile_url_from_token_answer!r} is not an https"
+                    " address",
+                )
+            return named
+        where = facts.callback_token_server
+        if where is not None and isinstance(info.params.get(where.parameter), str):
+            return str(info.params[where.parameter]) + where.profile_path
+        return self.profile_url
 
     def parse_profile(self, raw: Any, info: OAuth2Info) -> SocialProfile:
         quirks = self.facts.quirks
@@ -185,6 +294,13 @@ class BuiltinProvider(OAuth2Provider):
                 error = raw.get("error")
                 code = safe_error_code(error) if isinstance(error, str) else "<missing>"
                 raise ProfileRetrievalError(self.name, f"profile request failed: error {code!r}")
+            if Quirk.ERROR_CODE_NOT_OK_IS_ERROR in quirks:
+                status = first_text(raw, "error.code")
+                if status != "ok":
+                    shown = safe_error_code(status) if status is not None else "<missing>"
+                    raise ProfileRetrievalError(
+                        self.name, f"profile request failed: {self.facts.title} error {shown!r}"
+                    )
             if Quirk.ERROR_OBJECT_IS_ERROR in quirks and isinstance(raw.get("error"), Mapping):
                 code = first_text(raw, "error.error_code") or "<missing>"
                 raise ProfileRetrievalError(
@@ -239,6 +355,21 @@ class BuiltinProvider(OAuth2Provider):
         except ProfileRetrievalError as error:
             logger.info("%s: %s skipped: %s", self.name, step, error)
             return None
+
+
+def unwrapped_token_answer(response: ProviderResponse) -> ProviderResponse:
+    """A token answer of the form ``{"data": [{"access_token": ...}]}`` as its one entry;
+    any other answer as it is."""
+    try:
+        answer = response.json()
+    except ValueError:
+        return response
+    if isinstance(answer, Mapping) and "access_token" not in answer:
+        entries = answer.get("data")
+        if isinstance(entries, list) and len(entries) == 1 and isinstance(entries[0], Mapping):
+            body = json.dumps(entries[0]).encode("utf-8")
+            return dataclasses.replace(response, body=body)
+    return response
 
 
 def provider_class(facts: ProviderFacts) -> type[BuiltinProvider]:

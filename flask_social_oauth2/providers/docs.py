@@ -18,8 +18,11 @@ from .facts import ProviderFacts
 
 #: docs/providers.md of a source checkout.
 DOCS_PAGE: Final = Path(__file__).resolve().parents[2] / "docs" / "providers.md"
+#: README.md of a source checkout, whose provider count is kept current too.
+README: Final = Path(__file__).resolve().parents[2] / "README.md"
 #: The marker pair around the number of built-in providers (the README copies it).
 COUNT_MARKERS: Final = ("<!-- provider-count -->", "<!-- /provider-count -->")
+_COUNT: Final = re.compile(re.escape(COUNT_MARKERS[0]) + r"\d*" + re.escape(COUNT_MARKERS[1]))
 
 _PLAIN: Final = re.compile(r"[\w./${}<>-]+(?: [\w./${}<>-]+)*|https?://[^\s#]+")
 _NUMBER: Final = re.compile(r"[-+.\d][\d_.eE+-]*")
@@ -84,6 +87,10 @@ def _profile_address(facts: ProviderFacts) -> str:
     no_address = facts.profile_url is None and not facts.profile_url_from_token_url
     if no_address and facts.profile_url_shown is not None:
         return facts.profile_url_shown
+    if facts.profile_url_from_token_answer is not None:
+        return f"the token answer's `{facts.profile_url_from_token_answer}`"
+    if facts.profile_in_token_answer is not None and facts.profile_url is None:
+        return f"the token answer's `{facts.profile_in_token_answer}`"
     if facts.profile_url_from_token_url:
         return _code(facts.profile_url_shown or "derived from accessTokenURL")
     if facts.profile_url is not None:
@@ -101,6 +108,23 @@ def _quirks(facts: ProviderFacts) -> str:
     found += [f"`{param.name}` parameter" for param in facts.profile_params]
     if facts.profile_in_token_answer is not None:
         found.append(f"profile from the token answer (`{facts.profile_in_token_answer}`)")
+    if facts.profile_url_from_token_answer is not None:
+        found.append(
+            f"profile address from the token answer (`{facts.profile_url_from_token_answer}`)"
+        )
+    if facts.api_base_from_token_answer is not None:
+        found.append(f"API base from the token answer (`{facts.api_base_from_token_answer}`)")
+    if facts.api_token_scheme != "Bearer":
+        found.append(f"`Authorization: {facts.api_token_scheme} <token>`")
+    if facts.token_query_parameter is not None:
+        found.append(f"token as the `{facts.token_query_parameter}` query parameter")
+    if facts.callback_token_server is not None:
+        found.append(
+            f"token server from the callback's `{facts.callback_token_server.parameter}`"
+            " (allow-listed)"
+        )
+    if facts.no_profile_endpoint:
+        found.append("no profile endpoint: user id only")
     if facts.email_list is not None:
         found.append("e-mail from the `/emails` list")
     if facts.profile.avatar_url_template is not None:
@@ -171,20 +195,34 @@ def render(facts_by_name: Mapping[str, ProviderFacts] = PROVIDER_FACTS) -> str:
     return f"{intro}\n{table(facts_by_name)}\n\n{sections}\n{_GENERIC}"
 
 
+def with_count(text: str, count: int = len(PROVIDER_FACTS)) -> str:
+    """``text`` with the number between :data:`COUNT_MARKERS` set to ``count``."""
+    start, end = COUNT_MARKERS
+    return _COUNT.sub(f"{start}{count}{end}", text)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Write docs/providers.md, or with ``--check`` report whether it is current."""
+    """Write docs/providers.md and the README's provider count, or with ``--check`` report
+    whether they are current."""
     args = sys.argv[1:] if argv is None else list(argv)
-    text = render()
+    wanted = {DOCS_PAGE: render()}
+    if README.is_file():
+        readme = README.read_text(encoding="utf-8")
+        wanted[README] = with_count(readme)
     if args == ["--check"]:
-        current = DOCS_PAGE.read_text(encoding="utf-8") if DOCS_PAGE.is_file() else ""
-        if current == text:
-            return 0
-        print(f"{DOCS_PAGE} is stale: run python -m flask_social_oauth2.providers.docs")
-        return 1
+        stale = [
+            path
+            for path, text in wanted.items()
+            if (path.read_text(encoding="utf-8") if path.is_file() else "") != text
+        ]
+        for path in stale:
+            print(f"{path} is stale: run python -m flask_social_oauth2.providers.docs")
+        return 1 if stale else 0
     if args:
         print("usage: python -m flask_social_oauth2.providers.docs [--check]")
         return 2
-    DOCS_PAGE.write_text(text, encoding="utf-8")
+    for path, text in wanted.items():
+        path.write_text(text, encoding="utf-8")
     return 0
 
 
@@ -215,8 +253,10 @@ Rules common to every provider:
 
 * `apiURL` is optional for built-in providers: it overrides the built-in profile address
   (useful for self-hosted or regional deployments, or to pin an API version).
-* The access token is always sent in the `Authorization: Bearer` header, never in a URL. The
-  one API that takes it elsewhere (VK) gets it in a `POST` form body.
+* The access token is sent in the `Authorization` header (`Bearer`, or the scheme the provider
+  demands: see its section), never in a URL. The APIs that take it elsewhere are named in
+  their sections: VK gets it in a `POST` form body; the few whose API takes it only in the
+  address get it there, and only on the provider's own host.
 * `provider_key` is the provider's immutable user id, as a string. Identify users by
   `(provider_id, provider_key)`, never by e-mail address.
 * `username` is the provider's handle (a GitHub login, a Reddit name); `full_name` is the

@@ -44,6 +44,17 @@ class Quirk(enum.Enum):
     #: The token endpoint answers errors with HTTP 200 and an ``error`` field (refused by the
     #: core's token parsing; stated for the docs).
     ERROR_IN_200_TOKEN_ANSWER = "`error` in a 200 token answer refused"
+    #: The profile address ends with the access token itself (HubSpot's token-information
+    #: endpoint): the token goes to the provider's own host in the path, never elsewhere.
+    TOKEN_IN_PROFILE_PATH = "token in the profile path"
+    #: The client id is also sent as ``client_key`` (authorization, token and refresh requests).
+    CLIENT_KEY = "`client_key` parameter"
+    #: The token request (and a refresh) is sent as a JSON body instead of a form.
+    JSON_TOKEN_REQUEST = "JSON token request"
+    #: The token answer may wrap the token in ``{"data": [{...}]}``.
+    TOKEN_ANSWER_IN_DATA_LIST = 'token answer in `{"data": [...]}` read'
+    #: Every API answer carries ``error.code``; anything but ``"ok"`` is a failure.
+    ERROR_CODE_NOT_OK_IS_ERROR = '`error.code` other than `"ok"` refused'
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,11 +79,12 @@ class PropertyRule:
 
     ``kind``: ``"choice"`` (one of ``values``), ``"pattern"`` (matches ``values[0]``, e.g.
     ``values[1]``), ``"url"`` (an API address: the access token is sent there, so https, plain
-    http on loopback only) or ``"line"`` (a non-empty line without control characters).
+    http on loopback only), ``"urls"`` (several, separated by spaces) or ``"line"`` (a
+    non-empty line without control characters).
     """
 
     key: str
-    kind: Literal["choice", "pattern", "url", "line"]
+    kind: Literal["choice", "pattern", "url", "urls", "line"]
     values: tuple[str, ...] = ()
 
     def problem(self, value: str) -> str | None:
@@ -87,6 +99,11 @@ class PropertyRule:
             return f"must be a value such as {self.values[1]!r}"
         if self.kind == "url":
             return check_endpoint_url(value)
+        if self.kind == "urls":
+            urls = value.split()
+            problems = [check_endpoint_url(url) for url in urls]
+            found = next((problem for problem in problems if problem is not None), None)
+            return found if urls else "must list one or more addresses, separated by spaces"
         if value.strip() and not any(ord(char) < 0x20 or ord(char) == 0x7F for char in value):
             return None
         return "must be a non-empty line without control characters"
@@ -106,6 +123,25 @@ class EmailList:
     address: str
     primary: str
     verified: str
+
+
+@dataclass(frozen=True, slots=True)
+class CallbackTokenServer:
+    """A provider whose callback names the server that holds the user (Zoho's data centres):
+    the token request goes to ``<server><token_path>`` and, without ``apiURL``, the profile
+    request to ``<server><profile_path>``.
+
+    The server must be one of ``servers``, the origin of the block's ``accessTokenURL``, or one
+    listed in ``customProperties.accountsServers`` (space separated); any other is refused with
+    400 before a request is sent, so a forged callback cannot send the code and client secret
+    elsewhere.
+    """
+
+    #: The callback's query parameter, e.g. ``"accounts-server"``.
+    parameter: str
+    servers: frozenset[str]
+    token_path: str
+    profile_path: str
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -155,11 +191,25 @@ class ProviderFacts:
     profile_form: tuple[Param, ...] = ()
     #: Headers of every API call.
     api_headers: Mapping[str, str] = field(default_factory=lambda: _EMPTY)
-    #: The scheme of the ``Authorization`` header of API calls (Yandex: ``OAuth``).
+    #: The scheme of the ``Authorization`` header of API calls (Yandex: ``OAuth``, Zoho:
+    #: ``Zoho-oauthtoken``).
     api_token_scheme: str = "Bearer"
     #: Dotted path of the token answer's field that already holds the profile (Strava's
-    #: ``athlete``); the profile address is called only when it is absent.
+    #: ``athlete``, Notion's ``owner.user``); the profile address is called only when it is
+    #: absent.
     profile_in_token_answer: str | None = None
+    #: The field of the token answer whose value is the profile address (Salesforce's ``id``).
+    profile_url_from_token_answer: str | None = None
+    #: The field of the token answer whose value is the user's API base (Salesforce's
+    #: ``instance_url``); stated in the docs, read by the application from ``info.params``.
+    api_base_from_token_answer: str | None = None
+    #: The query parameter that carries the token instead of the header (Foursquare's
+    #: ``oauth_token``; the provider's own host only).
+    token_query_parameter: str | None = None
+    #: Where the callback decides the token server (Zoho).
+    callback_token_server: CallbackTokenServer | None = None
+    #: Whether the provider gives no profile at all, only an API answer with the user's id.
+    no_profile_endpoint: bool = False
     email_list: EmailList | None = None
     quirks: frozenset[Quirk] = frozenset()
     #: Checks of the ``customProperties`` the provider reads.
@@ -194,6 +244,8 @@ class ProviderFacts:
             implied.append(PropertyRule("emailsURL", "url"))
         if Quirk.DESCRIPTIVE_USER_AGENT in self.quirks:
             implied.append(PropertyRule("userAgent", "line"))
+        if self.callback_token_server is not None:
+            implied.append(PropertyRule("accountsServers", "urls"))
         return (*self.property_rules, *implied)
 
     @property

@@ -254,9 +254,9 @@ Rules common to every provider:
 * `apiURL` is optional for built-in providers: it overrides the built-in profile address
   (useful for self-hosted or regional deployments, or to pin an API version).
 * The access token is sent in the `Authorization` header (`Bearer`, or the scheme the provider
-  demands: see its section), never in a URL. The APIs that take it elsewhere are named in
-  their sections: VK gets it in a `POST` form body; the few whose API takes it only in the
-  address get it there, and only on the provider's own host.
+  demands: see its section), never in a URL, except to the few APIs that take it nowhere else
+  (Foursquare's `oauth_token` parameter, HubSpot's token-information address), and then only
+  to the provider's own host. VK gets it in a `POST` form body.
 * `provider_key` is the provider's immutable user id, as a string. Identify users by
   `(provider_id, provider_key)`, never by e-mail address.
 * `username` is the provider's handle (a GitHub login, a Reddit name); `full_name` is the

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 import requests
+from fault_server import Behaviour, FaultServer
 from flask import Flask
 from helpers import MakeApp, watch
 from joserfc import jwt
@@ -548,3 +549,20 @@ def apple_secret_pem() -> str:
 
     pem: bytes = ECKey.generate_key("P-256", private=True).as_pem(private=True)
     return pem.decode("ascii")
+
+
+def test_a_token_answer_without_an_id_token_is_refused(
+    make_app: MakeApp, apple: LocalAppleProvider, fault_server: FaultServer
+) -> None:
+    fault_server.set("/token", Behaviour.json({"access_token": "a", "token_type": "Bearer"}))
+    block = apple.settings_block(SERVICES_ID, "/authenticate/apple")
+    block["accessTokenURL"] = f"{fault_server.url}/token"
+    app = make_app({"apple": block})
+    outcome = watch(app)
+    with app.test_client() as client:
+        answer = sign_in(client)
+    assert answer.status_code == 502
+    assert isinstance(outcome.error, IdTokenError)
+    assert "no id_token" in str(outcome.error)
+    (sent,) = fault_server.requests
+    assert "client_secret=ey" in sent.body.decode()  # the JWT, never the key

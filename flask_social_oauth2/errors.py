@@ -150,3 +150,21 @@ class IdTokenError(UnexpectedResponseError):
     or a claim's value."""
 
     public_message = "The provider's answer could not be verified. Please try again."
+
+
+class SignInRequiredError(AuthenticationError):
+    """This identity cannot call the provider's API now: the browser has no identity for the
+    provider, no token is kept, the provider refused the refresh (``invalid_grant``: the dead
+    token is deleted), or the stored token cannot be decrypted (a wrong key or a damaged row;
+    the row is kept for a later key fix). The user has to sign in again. 401."""
+
+    status_code = 401
+    public_message = "Please sign in again."
+
+
+class TokenStoreUnavailableError(AuthenticationError):
+    """The token store could not be read or written (e.g. the database went away); nothing was
+    half-written. 503."""
+
+    status_code = 503
+    public_message = "Your sign-in could not be checked right now. Please try again later."

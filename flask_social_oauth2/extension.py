@@ -39,10 +39,14 @@ from .providers import BUILTIN_PROVIDERS
 from .runtime import Runtime
 from .settings import OAuth2Info, SocialProfile
 from .state_cookie import FLOW_PAGE_HEADERS, StateCookieStore
+from .tokens.cipher import token_key_problems
+from .tokens.setting import token_store_from_setting
 
 logger = logging.getLogger("flask_social_oauth2")
 
 ENDPOINT: Final = "social_oauth2.authenticate"
+#: The session key of this browser's signed-in identities: provider name -> provider_key.
+SIGNED_IN_KEY: Final = "social_oauth2_identities"
 
 AuthenticatedHandler = Callable[[SocialProvider, OAuth2Info, SocialProfile], ResponseReturnValue]
 ErrorHandler = Callable[[str, AuthenticationError], ResponseReturnValue]
@@ -62,6 +66,9 @@ _DEFAULTS: Final[Mapping[str, Any]] = MappingProxyType(
         "SOCIAL_OAUTH2_SESSION_KEY": "social_profile",
         "SOCIAL_OAUTH2_CHECK_REDIRECT_URLS": True,
         "SOCIAL_OAUTH2_DISCOVERY_FAILURE_TTL": 30,
+        "SOCIAL_OAUTH2_TOKEN_STORE": "session",
+        "SOCIAL_OAUTH2_TOKEN_KEYS": None,
+        "SOCIAL_OAUTH2_REFRESH_LEEWAY": 30,
     }
 )
 _ERROR_PAGE: Final = """<!doctype html>
@@ -148,6 +155,7 @@ class SocialOAuth2:
             timeout=options["timeout"],
             max_response_bytes=options["max_bytes"],
             discovery_failure_ttl=options["discovery_failure_ttl"],
+            token_store=options["token_store"],
         )
         app.extensions[EXTENSION_KEY] = AppState(
             extension=self,
@@ -316,6 +324,10 @@ class SocialOAuth2:
         answer_json: bool,
     ) -> Response:
         app = current_app._get_current_object()  # type: ignore[attr-defined]
+        try:
+            _keep_tokens(provider.name, profile.provider_key, info)
+        except AuthenticationError as error:
+            return self._respond_to_error(provider.name, error)
         signals.authenticated.send(app, provider=provider, info=info, profile=profile)
         if self._on_authenticated is not None:
             response = make_response(self._on_authenticated(provider, info, profile))
@@ -352,6 +364,13 @@ def _read_options(config: Mapping[str, Any]) -> dict[str, Any]:
         "discovery_failure_ttl": number("SOCIAL_OAUTH2_DISCOVERY_FAILURE_TTL", float, 0),
         "rule": config["SOCIAL_OAUTH2_URL_RULE"],
     }
+    number("SOCIAL_OAUTH2_REFRESH_LEEWAY", float, 0)
+    try:
+        options["token_store"] = token_store_from_setting(config["SOCIAL_OAUTH2_TOKEN_STORE"])
+    except ConfigurationError as error:
+        problems.extend(error.problems)
+    if config["SOCIAL_OAUTH2_TOKEN_KEYS"] is not None:
+        problems.extend(token_key_problems(config))
     rule = options["rule"]
     if not isinstance(rule, str) or not rule.startswith("/") or "<provider>" not in rule:
         problems.append(
@@ -375,6 +394,19 @@ def _read_options(config: Mapping[str, Any]) -> dict[str, Any]:
     if problems:
         raise ConfigurationError(problems)
     return options
+
+
+def _keep_tokens(provider: str, key: str, info: OAuth2Info) -> None:
+    """Save the token of the identity just signed in into the app's token store, and remember
+    in the session which identity this browser signed in with for ``provider``."""
+    store = get_app_state().runtime.token_store
+    if store is None:
+        return
+    store.save(provider, key, info)
+    signed_in = session.get(SIGNED_IN_KEY)
+    signed_in = dict(signed_in) if isinstance(signed_in, dict) else {}
+    signed_in[provider] = key
+    session[SIGNED_IN_KEY] = signed_in
 
 
 def _has_form_post_callback(provider: SocialProvider) -> bool:

@@ -13,6 +13,7 @@ from flask import current_app
 
 from .errors import SocialOAuth2Error
 from .state_cookie import StateCookieStore
+from .tokens.store import TokenStore
 
 #: The key of the extension's per-app state in ``app.extensions``.
 EXTENSION_KEY: Final = "social_oauth2"
@@ -31,6 +32,9 @@ class Runtime:
     #: Seconds a failed discovery or key set fetch is remembered
     #: (``SOCIAL_OAUTH2_DISCOVERY_FAILURE_TTL``).
     discovery_failure_ttl: float = 30.0
+    #: Where the tokens of signed-in identities are kept (``SOCIAL_OAUTH2_TOKEN_STORE``);
+    #: ``None`` when nothing is kept (``"none"``).
+    token_store: TokenStore | None = None
 
 
 def current_runtime() -> Runtime:

@@ -333,6 +333,8 @@ class OAuth2Info:
     :param id_token_claims: The claims of the OpenID Connect ID token (``params["id_token"]``)
         once verified (signature, issuer, audience, expiry, nonce); ``None`` when no ID token
         was verified. ``repr`` shows the claim names only.
+    :param expires_at: When the access token expires, in seconds since the epoch; set by the
+        token stores (from ``expires_in`` when the token is saved), ``None`` when unknown.
     """
 
     access_token: str
@@ -341,6 +343,7 @@ class OAuth2Info:
     refresh_token: str | None = None
     params: Mapping[str, Any] = field(default_factory=lambda: _EMPTY)
     id_token_claims: Mapping[str, Any] | None = None
+    expires_at: float | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.params, MappingProxyType):
@@ -354,7 +357,8 @@ class OAuth2Info:
         return (
             f"OAuth2Info(access_token={MASK!r}, token_type={self.token_type!r}, "
             f"expires_in={self.expires_in!r}, refresh_token={refresh!r}, "
-            f"params=<{', '.join(sorted(self.params))}>"
+            + ("" if self.expires_at is None else f"expires_at={self.expires_at!r}, ")
+            + f"params=<{', '.join(sorted(self.params))}>"
             + (
                 ""
                 if self.id_token_claims is None

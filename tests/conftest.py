@@ -150,3 +150,17 @@ def ec_key() -> Any:
     from joserfc.jwk import ECKey
 
     return ECKey.generate_key("P-256", parameters={"kid": "ec-1", "use": "sig"})
+
+
+@pytest.fixture(scope="session")
+def postgres_url() -> Iterator[str]:
+    """The SQLAlchemy URL of a real PostgreSQL server on loopback, started for the test run and
+    removed after. Fails (never skips) when PostgreSQL is not installed."""
+    from postgres_server import PostgresServer
+
+    try:
+        server = PostgresServer()
+    except RuntimeError as missing:
+        pytest.fail(str(missing))
+    with server:
+        yield server.url

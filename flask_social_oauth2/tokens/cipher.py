@@ -1,0 +1,125 @@
+"""Encryption of stored tokens at rest with Fernet (AES-128-CBC and HMAC-SHA256).
+
+``SOCIAL_OAUTH2_TOKEN_KEYS`` lists Fernet keys: the first encrypts, all decrypt
+(:class:`~cryptography.fernet.MultiFernet`), so a key is rotated by putting a new one first.
+Without it, one key is derived from ``SECRET_KEY`` with HKDF and a fixed label, and keys
+derived from ``SECRET_KEY_FALLBACKS`` also decrypt.
+"""
+
+from __future__ import annotations
+
+import base64
+import threading
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
+
+from cryptography.fernet import Fernet, InvalidToken, MultiFernet
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+
+from ..errors import ConfigurationError, ConfigurationProblem
+
+#: The HKDF label of the key derived from ``SECRET_KEY``: a fixed value, so that the derived
+#: key differs from every other use of the secret (session signing, the state cookie).
+KEY_LABEL: Final = b"flask-social-oauth2 token encryption v1"
+KEYS_SETTING: Final = "SOCIAL_OAUTH2_TOKEN_KEYS"
+
+__all__ = ["KEYS_SETTING", "InvalidToken", "TokenCipher", "app_cipher", "derive_key"]
+
+
+def derive_key(secret: str | bytes) -> bytes:
+    """The Fernet key derived from an app secret (HKDF-SHA256 with :data:`KEY_LABEL`)."""
+    material = secret.encode() if isinstance(secret, str) else secret
+    derived = HKDF(algorithm=hashes.SHA256(), length=32, salt=None, info=KEY_LABEL).derive(material)
+    return base64.urlsafe_b64encode(derived)
+
+
+class TokenCipher:
+    """Encrypts with the first key, decrypts with any.
+
+    :param keys: Fernet keys (url-safe base64, as :meth:`Fernet.generate_key` makes), newest
+        first.
+    """
+
+    __slots__ = ("_fernet",)
+
+    def __init__(self, keys: Sequence[str | bytes]) -> None:
+        if not keys:
+            raise ValueError("at least one key is needed")
+        self._fernet = MultiFernet([Fernet(key) for key in keys])
+
+    def encrypt(self, data: bytes) -> str:
+        """``data`` encrypted and authenticated, as ASCII text."""
+        return self._fernet.encrypt(data).decode("ascii")
+
+    def decrypt(self, token: str) -> bytes:
+        """The data of ``token``.
+
+        :raises cryptography.fernet.InvalidToken: when no key opens it or it was altered.
+        """
+        return self._fernet.decrypt(token.encode("ascii"))
+
+    def __repr__(self) -> str:
+        return "TokenCipher(keys=<hidden>)"
+
+
+_cache: dict[tuple[bytes, ...], TokenCipher] = {}
+_cache_lock = threading.Lock()
+
+
+def app_cipher(config: Mapping[str, Any]) -> TokenCipher:
+    """The cipher of an app's configuration, made once per distinct set of keys.
+
+    :raises ConfigurationError: when the keys are missing or malformed.
+    """
+    problems = token_key_problems(config)
+    if problems:
+        raise ConfigurationError(problems)
+    keys = _keys(config)
+    with _cache_lock:
+        cipher = _cache.get(keys)
+        if cipher is None:
+            cipher = _cache[keys] = TokenCipher(keys)
+        return cipher
+
+
+def token_key_problems(config: Mapping[str, Any]) -> list[ConfigurationProblem]:
+    """What is wrong with the encryption keys of ``config`` (never showing a key)."""
+    configured = config.get(KEYS_SETTING)
+    if configured is None:
+        if not config.get("SECRET_KEY"):
+            return [
+                ConfigurationProblem(
+                    None,
+                    KEYS_SETTING,
+                    "tokens are kept encrypted: set SECRET_KEY (a key is derived from it) or"
+                    f" {KEYS_SETTING}",
+                )
+            ]
+        return []
+    if isinstance(configured, str | bytes) or not isinstance(configured, Sequence):
+        return [ConfigurationProblem(None, KEYS_SETTING, "must be a list of Fernet keys")]
+    if not configured:
+        return [ConfigurationProblem(None, KEYS_SETTING, "must list at least one Fernet key")]
+    problems = []
+    for index, key in enumerate(configured):
+        try:
+            Fernet(key)
+        except (TypeError, ValueError):
+            problems.append(
+                ConfigurationProblem(
+                    None,
+                    KEYS_SETTING,
+                    f"entry {index} is not a Fernet key (32 url-safe base64-encoded bytes,"
+                    " as Fernet.generate_key() makes)",
+                )
+            )
+    return problems
+
+
+def _keys(config: Mapping[str, Any]) -> tuple[bytes, ...]:
+    configured = config.get(KEYS_SETTING)
+    if configured is not None:
+        return tuple(key.encode() if isinstance(key, str) else key for key in configured)
+    secrets = [config["SECRET_KEY"], *(config.get("SECRET_KEY_FALLBACKS") or ())]
+    return tuple(derive_key(secret) for secret in secrets if secret)

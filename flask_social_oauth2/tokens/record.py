@@ -1,0 +1,87 @@
+"""What a token store keeps of an :class:`~flask_social_oauth2.OAuth2Info`: only what calling
+the API and refreshing need. Never the ID token, nor any other field of the token answer."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any, Final
+
+from ..settings import OAuth2Info
+
+#: The version of the record's layout, kept inside every record.
+RECORD_VERSION: Final = 1
+
+
+def with_expiry(info: OAuth2Info, now: float | None = None) -> OAuth2Info:
+    """``info`` with ``expires_at`` set from ``expires_in`` (counted from ``now``) when only
+    the latter is known. Called when a fresh token answer is saved."""
+    if info.expires_at is not None or info.expires_in is None:
+        return info
+    now = time.time() if now is None else now
+    return OAuth2Info(
+        access_token=info.access_token,
+        token_type=info.token_type,
+        expires_in=info.expires_in,
+        refresh_token=info.refresh_token,
+        params=info.params,
+        expires_at=now + info.expires_in,
+    )
+
+
+def scope_of(info: OAuth2Info) -> str | None:
+    """The granted scope, when the token answer named one."""
+    scope = info.params.get("scope")
+    return scope if isinstance(scope, str) else None
+
+
+def dump_record(info: OAuth2Info) -> bytes:
+    """The JSON bytes kept (encrypted) for ``info``. ``expires_at`` must already be set when the
+    token expires (see :func:`with_expiry`)."""
+    record: dict[str, Any] = {
+        "v": RECORD_VERSION,
+        "access_token": info.access_token,
+        "token_type": info.token_type,
+        "refresh_token": info.refresh_token,
+        "expires_in": info.expires_in,
+        "expires_at": info.expires_at,
+        "scope": scope_of(info),
+    }
+    return json.dumps(record, separators=(",", ":")).encode()
+
+
+def load_record(data: bytes) -> OAuth2Info:
+    """The :class:`OAuth2Info` kept in ``data``.
+
+    :raises ValueError: when ``data`` is not a record this version wrote.
+    """
+    record = json.loads(data)
+    if not isinstance(record, dict) or record.get("v") != RECORD_VERSION:
+        raise ValueError("not a token record")
+    access_token = record.get("access_token")
+    if not isinstance(access_token, str) or not access_token:
+        raise ValueError("token record without an access token")
+    token_type = _optional(record, "token_type", str)
+    refresh_token = _optional(record, "refresh_token", str)
+    expires_in = _optional(record, "expires_in", int)
+    expires_at = _optional(record, "expires_at", float)
+    scope = _optional(record, "scope", str)
+    return OAuth2Info(
+        access_token=access_token,
+        token_type=token_type,
+        expires_in=expires_in,
+        refresh_token=refresh_token,
+        params={} if scope is None else {"scope": scope},
+        expires_at=expires_at,
+    )
+
+
+def _optional(record: dict[str, Any], name: str, kind: type) -> Any:
+    value = record.get(name)
+    if value is None:
+        return None
+    if kind is float and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    if isinstance(value, bool) or not isinstance(value, kind):
+        raise ValueError(f"token record field {name!r} has the wrong type")
+    return value

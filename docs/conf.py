@@ -34,6 +34,8 @@ nitpick_ignore_regex = [
     (r"py:.*", r"(collections|abc|typing|types|datetime|pathlib|logging|http|enum|contextlib)\..*"),
     (r"py:.*", r"(flask|werkzeug|requests|urllib3|oauthlib|requests_oauthlib|blinker|click)\..*"),
     (r"py:.*", r"(joserfc|authlib|itsdangerous|yaml|pytest|_pytest|markupsafe)\..*"),
+    (r"py:.*", r"(sqlalchemy|sa|cryptography)\..*"),
+    (r"py:.*", r"URL|Engine|Connection"),  # SQLAlchemy's, named unqualified in annotations
     (r"py:.*", r"(Flask|Response|ResponseReturnValue|Request|TestResponse|FlaskClient)"),
     (r"py:.*", r"(.*\.)?_\w+"),
     (r"py:.*", rf"flask_social_oauth2\.({INTERNAL_MODULES})(\.\w+)*"),

@@ -52,7 +52,9 @@ def test_the_package_imports_only_what_it_declares() -> None:
     for path in sorted(PACKAGE.rglob("*.py")):
         relative = path.relative_to(PACKAGE)
         allowed = set(declared)
-        where = next((w for w in (relative.as_posix(), relative.parts[0]) if w in NEEDS_EXTRA), None)
+        where = next(
+            (w for w in (relative.as_posix(), relative.parts[0]) if w in NEEDS_EXTRA), None
+        )
         if where is not None:
             extra = NEEDS_EXTRA[where]
             allowed |= {normalize(requirement.name) for requirement in EXTRAS[extra]}

@@ -28,7 +28,7 @@ __all__ = ["KEYS_SETTING", "InvalidToken", "TokenCipher", "app_cipher", "derive_
 
 
 def derive_key(secret: str | bytes) -> bytes:
-    """The Fernet key derived from an app secret (HKDF-SHA256 with :data:`KEY_LABEL`)."""
+    """The Fernet key derived from an app secret (HKDF-SHA256, fixed label ``KEY_LABEL``)."""
     material = secret.encode() if isinstance(secret, str) else secret
     derived = HKDF(algorithm=hashes.SHA256(), length=32, salt=None, info=KEY_LABEL).derive(material)
     return base64.urlsafe_b64encode(derived)
@@ -37,7 +37,7 @@ def derive_key(secret: str | bytes) -> bytes:
 class TokenCipher:
     """Encrypts with the first key, decrypts with any.
 
-    :param keys: Fernet keys (url-safe base64, as :meth:`Fernet.generate_key` makes), newest
+    :param keys: Fernet keys (url-safe base64, as ``Fernet.generate_key()`` makes), newest
         first.
     """
 

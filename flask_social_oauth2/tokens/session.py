@@ -31,7 +31,7 @@ class SessionTokenStore:
     """Tokens encrypted in the Flask session (the zero-configuration default).
 
     Only a request of the browser that signed in reaches its identities. The session's whole
-    ``Cookie`` header is kept under :data:`MAX_COOKIE_HEADER` bytes: when one more identity
+    ``Cookie`` header is kept under 4,093 bytes: when one more identity
     would not fit, the oldest identities' tokens are dropped, with a warning. Refreshes are
     one at a time per identity within a process; when several processes serve the app, use
     :class:`~flask_social_oauth2.tokens.SQLAlchemyTokenStore`.

@@ -270,18 +270,13 @@ def check_claims(
         raise IdTokenError(provider, f"id_token lacks the claims {error.claim}") from None
     except ClaimError as error:
         raise IdTokenError(provider, f"id_token claim {error.claim!r} is not valid") from None
-    issuer, audience = claims["iss"], claims["aud"]
-    audiences = [audience] if isinstance(audience, str) else audience
-    if not (
-        isinstance(issuer, str)
-        and isinstance(claims["sub"], str)
-        and isinstance(audiences, list)
-        and all(isinstance(item, str) for item in audiences)
-    ):
-        raise IdTokenError(provider, "id_token iss, sub or aud is not a string")
+    # joserfc's registry has checked the types: iss and sub strings, aud a string or a list.
+    issuer = claims["iss"]
     if issuer != discovery.expected_token_issuer(metadata, claims) and issuer not in extra_issuers:
         raise IdTokenError(provider, "id_token iss is not the provider's issuer")
     client_id = settings.client_id
+    audience = claims["aud"]
+    audiences = [audience] if isinstance(audience, str) else list(audience)
     if client_id not in audiences:
         raise IdTokenError(provider, "id_token aud does not name this client")
     authorized_party = claims.get("azp")

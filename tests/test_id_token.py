@@ -15,9 +15,11 @@ import importlib.util
 import json
 import logging
 import time
-from typing import Any
+from typing import Any, Final
 
 import pytest
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.asymmetric import padding, rsa
 from fault_server import Behaviour, FaultServer
 from flask import Flask
 from helpers import (
@@ -38,6 +40,8 @@ from helpers import (
     token_strings,
     watch,
 )
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from joserfc import jwt
 from joserfc.jwk import ECKey, RSAKey
 
@@ -424,6 +428,93 @@ def test_builtin_class_accepts_its_extra_issuer(
     fake.serve_token(token)
     assert finish_fake(client, query["state"]).status_code == 302
     assert outcome.infos[0].id_token_claims is not None
+
+
+# -- whatever the ID token's claims say (issue 12 T3) ---------------------------------------------
+
+CLAIMS: Final = [
+    "iss",
+    "sub",
+    "aud",
+    "azp",
+    "exp",
+    "iat",
+    "nbf",
+    "nonce",
+    "tid",
+    "name",
+    "given_name",
+    "family_name",
+    "email",
+    "email_verified",
+    "picture",
+]
+ODD_VALUES: Final = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.sampled_from([10**400, -(10**400), 2**63, -1, 0])
+    | st.floats()
+    | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner),
+    max_leaves=6,
+)
+
+
+def rs256_by_hand(header: dict[str, Any], claims: dict[str, Any], key: RSAKey) -> str:
+    """A JWS signed with ``key``, whatever its header and claims hold (joserfc would refuse to
+    make one with, say, a ``kid`` that is not a string)."""
+    signing_input = f"{_segment(header)}.{_segment(claims)}".encode()
+    private = key.private_key
+    assert isinstance(private, rsa.RSAPrivateKey)
+    signature = private.sign(signing_input, padding.PKCS1v15(), hashes.SHA256())
+    return f"{signing_input.decode()}.{base64.urlsafe_b64encode(signature).rstrip(b'=').decode()}"
+
+
+def test_no_id_token_claim_gives_a_500_or_leaks_a_secret(
+    make_app: MakeApp,
+    fault_server: FaultServer,
+    rsa_key: RSAKey,
+    captured_logs: list[logging.LogRecord],
+) -> None:
+    """A correctly signed ID token whose claims and header carry odd numbers, types and
+    Unicode: the sign-in succeeds or is a 4xx/502, never a 500, and no secret is shown."""
+    fake = FakeOpenIDProvider(fault_server, rsa_key, userinfo=False)
+    app = fake_app(make_app, fault_server)
+    outcome = watch(app)
+    seen: set[int] = set()
+
+    @settings(
+        max_examples=150,
+        deadline=None,
+        database=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    )
+    @given(
+        changes=st.dictionaries(st.sampled_from(CLAIMS), ODD_VALUES, max_size=3),
+        header=st.dictionaries(st.sampled_from(["kid", "typ", "cty", "x5u"]), ODD_VALUES),
+    )
+    def check(changes: dict[str, Any], header: dict[str, Any]) -> None:
+        captured_logs.clear()
+        outcome.errors.clear()
+        client = app.test_client()
+        query = start_fake(client)
+        claims = {**fake.claims(nonce=query["nonce"]), **changes}
+        token = rs256_by_hand({"alg": "RS256", "kid": "rsa-1", **header}, claims, rsa_key)
+        fake.serve_token(token)
+        response = finish_fake(client, query["state"])
+        seen.add(response.status_code)
+        assert response.status_code in (302, 400, 502), response.status_code
+        secrets = [CLIENT_SECRET, "the-code", "fake-access-token", token, query["nonce"]]
+        assert not any(secret in response.text for secret in secrets)
+        if response.status_code != 302:
+            (error,) = outcome.errors
+            assert not any(secret in str(error) for secret in secrets)
+        assert not any(record.exc_info for record in captured_logs)
+        assert_not_logged(captured_logs, secrets)
+
+    check()
+    assert {302, 502} <= seen
 
 
 # -- refresh -------------------------------------------------------------------------------------

@@ -349,7 +349,11 @@ def _read_options(config: Mapping[str, Any]) -> dict[str, Any]:
 
     def number(key: str, kind: type, minimum: float) -> Any:
         value = config[key]
-        if isinstance(value, bool) or not isinstance(value, int | float) or value < minimum:
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, int | float)
+            or not minimum <= value < 2**53  # also refuses NaN, infinity and 10**400
+        ):
             what = "a whole number" if kind is int else "a number"
             problems.append(
                 ConfigurationProblem(None, key, f"must be {what} >= {minimum}, not {value!r}")

@@ -644,7 +644,7 @@ def test_providers_sharing_an_issuer_share_its_remembered_failure(
     assert str(outcome.errors[1]).startswith("provider 'two': discovery request failed: HTTP 500")
 
 
-@pytest.mark.parametrize("value", [-1, "30", True, None, [30]])
+@pytest.mark.parametrize("value", [-1, "30", True, None, [30], float("nan"), float("inf"), 10**400])
 def test_the_failure_ttl_setting_is_checked_at_setup(make_app: MakeApp, value: Any) -> None:
     with pytest.raises(ConfigurationError) as raised:
         make_app({}, SOCIAL_OAUTH2_DISCOVERY_FAILURE_TTL=value)

@@ -1,19 +1,19 @@
 """The one pooled HTTP client that talks to providers.
 
-One ``requests.Session`` per process serves every request to every provider. It keeps no
-cookies, never reads ``~/.netrc``, takes proxy settings from the environment once, has a connect
-and read timeout plus an overall deadline, and refuses bodies over a size cap. No request is
-retried: an authorization code is single use.
+One ``requests.Session`` per process serves every request to every provider, through
+``Session.request``. It keeps no cookies, never reads ``~/.netrc``, takes proxy settings from the
+environment once, has a connect and read timeout plus an overall deadline, and refuses bodies over
+a size cap. No request is retried: an authorization code is single use.
 """
 
 from __future__ import annotations
 
-import functools
 import http.client
 import io
 import json
 import logging
 import os
+import re
 import socket
 import threading
 import time
@@ -21,33 +21,33 @@ import urllib.request
 from collections.abc import Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass
-from http.cookiejar import DefaultCookiePolicy
 from typing import Any, Final
 from urllib.parse import urlsplit
 
 import requests
 from requests.adapters import HTTPAdapter
-from requests.structures import CaseInsensitiveDict
+from requests.cookies import RequestsCookieJar
 from urllib3.connection import HTTPConnection, HTTPSConnection
-from urllib3.connectionpool import ConnectionPool, HTTPConnectionPool, HTTPSConnectionPool
+from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
+from urllib3.poolmanager import PoolManager
+from urllib3.poolmanager import pool_classes_by_scheme as _URLLIB3_POOLS
 
 from .errors import AuthenticationError
 
 logger = logging.getLogger("flask_social_oauth2")
 
-_READ_SIZE: Final = 64 * 1024
 _POOL_SIZE: Final = 32
 
 
 # -- the overall deadline, also while the status line and headers arrive -----------------------
 #
-# urllib3's read timeout bounds each recv(), not a whole answer, and _read_body checks the
-# deadline only once the headers are in: a provider that drips its status line and headers one
-# byte per (timeout - a little) would hold the worker for ever. So the connections of our pools
-# build their responses with _DeadlineResponse, whose socket reader gives each recv() at most the
-# time left before the deadline of the request under way (a context variable set by
-# ProviderHTTPClient.request) and fails like a read timeout once it has passed. This covers the
-# status line, the headers and the body alike; nothing changes for other users of requests.
+# urllib3's read timeout bounds each recv(), not a whole answer: a provider that drips its status
+# line and headers one byte per (timeout - a little) would hold the worker for ever. So the pools
+# of our adapter open connections whose responses read through _DeadlineReader, which gives each
+# recv() at most the time left before the deadline of the request under way (a context variable
+# set by ProviderHTTPClient.request) and fails like a read timeout once it has passed. This
+# covers the status line, the headers and the body alike; nothing changes for other users of
+# requests or urllib3.
 
 _deadline: ContextVar[float | None] = ContextVar("flask_social_oauth2_deadline", default=None)
 
@@ -58,26 +58,42 @@ class _DeadlineReader(io.RawIOBase):
     def __init__(self, sock: socket.socket, deadline: float) -> None:
         super().__init__()
         self._sock = sock
-        self._raw = sock.makefile("rb", buffering=0)  # counts as a reference to the socket
+        # Held, never read from: like any socket file it keeps the socket open while the
+        # response is read, even after the connection closes it (a "Connection: close" answer).
+        self._keep_open = sock.makefile("rb", buffering=0)
         self._deadline = deadline
 
     def readable(self) -> bool:
         return True
 
-    def readinto(self, buffer: Any) -> int | None:
+    def readinto(self, buffer: Any) -> int:
         left = self._deadline - time.monotonic()
         if left <= 0:
             raise TimeoutError("timed out (overall deadline)")
         per_read = self._sock.gettimeout()
         self._sock.settimeout(left if per_read is None else min(per_read, left))
         try:
-            return self._raw.readinto(buffer)
+            return self._sock.recv_into(buffer)
         finally:
             self._sock.settimeout(per_read)
 
     def close(self) -> None:
-        self._raw.close()
+        self._keep_open.close()
         super().close()
+
+
+class _DeadlineSocket:
+    """What :class:`http.client.HTTPResponse` asks of its socket (one ``makefile``), answered
+    with a deadline reader: the response reads through it from its first byte."""
+
+    __slots__ = ("_deadline", "_sock")
+
+    def __init__(self, sock: socket.socket, deadline: float) -> None:
+        self._sock = sock
+        self._deadline = deadline
+
+    def makefile(self, mode: str) -> io.BufferedReader:
+        return io.BufferedReader(_DeadlineReader(self._sock, self._deadline))
 
 
 class _DeadlineResponse(http.client.HTTPResponse):
@@ -91,11 +107,9 @@ class _DeadlineResponse(http.client.HTTPResponse):
         method: str | None = None,
         url: str | None = None,
     ) -> None:
-        super().__init__(sock, debuglevel, method, url)
         deadline = _deadline.get()
-        if deadline is not None:
-            self.fp.close()  # the plain reader, not read from yet
-            self.fp = io.BufferedReader(_DeadlineReader(sock, deadline))
+        source: Any = sock if deadline is None else _DeadlineSocket(sock, deadline)
+        super().__init__(source, debuglevel, method, url)
 
 
 class _DeadlineHTTPConnection(HTTPConnection):
@@ -106,17 +120,53 @@ class _DeadlineHTTPSConnection(HTTPSConnection):
     response_class = _DeadlineResponse
 
 
-class _DeadlineAdapter(HTTPAdapter):
-    """An adapter whose pools (also those behind a proxy) open deadline-aware connections."""
+class _DeadlineHTTPConnectionPool(HTTPConnectionPool):
+    ConnectionCls = _DeadlineHTTPConnection
 
-    def get_connection_with_tls_context(self, *args: Any, **kwargs: Any) -> ConnectionPool:
-        pool = super().get_connection_with_tls_context(*args, **kwargs)
-        # A new pool has created no connection yet, so every one it makes uses our class.
-        if isinstance(pool, HTTPSConnectionPool):
-            pool.ConnectionCls = _DeadlineHTTPSConnection
-        elif isinstance(pool, HTTPConnectionPool):
-            pool.ConnectionCls = _DeadlineHTTPConnection
-        return pool
+
+class _DeadlineHTTPSConnectionPool(HTTPSConnectionPool):
+    ConnectionCls = _DeadlineHTTPSConnection
+
+
+_DEADLINE_POOLS: Final = {
+    "http": _DeadlineHTTPConnectionPool,
+    "https": _DeadlineHTTPSConnectionPool,
+}
+
+
+class _DeadlineAdapter(HTTPAdapter):
+    """An adapter whose pool managers (also those behind a proxy) make deadline-aware pools,
+    set once when each manager is made rather than on every request."""
+
+    def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
+        super().init_poolmanager(*args, **kwargs)
+        self.poolmanager.pool_classes_by_scheme = _DEADLINE_POOLS
+
+    def proxy_manager_for(self, proxy: str, **proxy_kwargs: Any) -> PoolManager:
+        manager: PoolManager = super().proxy_manager_for(proxy, **proxy_kwargs)
+        if manager.pool_classes_by_scheme == _URLLIB3_POOLS:  # not a SOCKS proxy's own pools
+            manager.pool_classes_by_scheme = _DEADLINE_POOLS
+        return manager
+
+
+class _ProviderSession(requests.Session):
+    """A session that never follows a redirect, nor prepares one: for an answer with a
+    ``Location``, ``Session.send`` would otherwise read the whole body first (to free the
+    connection), with no size cap and decoding any ``Content-Encoding``."""
+
+    def get_redirect_target(self, resp: requests.Response) -> None:
+        return None
+
+
+class _NoCookies(RequestsCookieJar):
+    """The session's cookie jar: keeps nothing, so no cookie of one user's sign-in reaches
+    another's, and no answer is searched for cookies to keep."""
+
+    def set_cookie(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+    def extract_cookies(self, *args: Any, **kwargs: Any) -> None:
+        return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,9 +202,9 @@ class ProviderHTTPClient:
     """
 
     def __init__(self, pool_size: int = _POOL_SIZE) -> None:
-        session = requests.Session()
+        session = _ProviderSession()
         session.trust_env = False  # no ~/.netrc; proxies and CA bundle are read once below
-        session.cookies.set_policy(DefaultCookiePolicy(allowed_domains=[]))
+        session.cookies = _NoCookies()
         adapter = _DeadlineAdapter(
             pool_connections=pool_size, pool_maxsize=pool_size, max_retries=0
         )
@@ -171,18 +221,18 @@ class ProviderHTTPClient:
         self._session = session
         self._proxies = {key.lower(): value for key, value in urllib.request.getproxies().items()}
 
-    def _proxies_for(self, url: str) -> dict[str, str] | None:
+    def _proxies_for(self, url: str) -> dict[str, str]:
         if not self._proxies:
-            return None
+            return {}
         parts = urlsplit(url)
         host = parts.hostname or ""
         if parts.port:
             host = f"{host}:{parts.port}"
         bypass: Any = getattr(urllib.request, "proxy_bypass_environment")  # noqa: B009 - untyped
         if bypass(host, self._proxies):
-            return None
+            return {}
         proxy = self._proxies.get(parts.scheme) or self._proxies.get("all")
-        return {parts.scheme: proxy} if proxy else None
+        return {parts.scheme: proxy} if proxy else {}
 
     def request(
         self,
@@ -206,15 +256,27 @@ class ProviderHTTPClient:
         :param timeout: Seconds for connecting, for each read, and for the whole exchange.
         :param max_bytes: The largest body accepted.
         :raises AuthenticationError: of class ``error``: 504 when the provider did not answer in
-            time, 502 for a failed connection or an oversized body. The message names the
-            provider, the step and the host, never the URL's query or a body.
+            time; 502 for a failed connection, a header that cannot be sent, or a malformed or
+            oversized answer. The message names the provider, the step and the host, never the
+            URL's query, a header's value or a body.
         """
         host = urlsplit(url).netloc
+        if headers:
+            _check_header_values(headers, provider, step, host, error)
         started = time.monotonic()
-        deadline = started + timeout
-        deadline_token = _deadline.set(deadline)  # read by _DeadlineResponse, see above
+        deadline_token = _deadline.set(started + timeout)  # read by _DeadlineResponse
         try:
-            response = self._send(method, url, headers, data, params, timeout)
+            response = self._session.request(
+                method,
+                url,
+                headers=headers,
+                data=data,
+                params=params,
+                timeout=(timeout, timeout),
+                stream=True,  # the body is read below, under the size cap
+                allow_redirects=False,
+                proxies=self._proxies_for(url),
+            )
         except requests.Timeout:
             raise error(provider, f"{step} to {host} timed out", status_code=504) from None
         except requests.exceptions.SSLError:
@@ -225,7 +287,7 @@ class ProviderHTTPClient:
         finally:
             _deadline.reset(deadline_token)
         try:
-            body = self._read_body(response, provider, step, host, error, deadline, max_bytes)
+            body = _read_body(response, provider, step, host, error, max_bytes)
         finally:
             response.close()
         logger.debug(
@@ -243,105 +305,60 @@ class ProviderHTTPClient:
             headers=response.headers,
         )
 
-    def _send(
-        self,
-        method: str,
-        url: str,
-        headers: Mapping[str, str] | None,
-        data: str | Mapping[str, str] | None,
-        params: Mapping[str, str] | None,
-        timeout: float,
-    ) -> requests.Response:
-        """Send through the session's adapter; the answer's body is not read yet.
 
-        Without a proxy for ``url`` the request is prepared here and handed to the adapter:
-        ``Session.request`` would merge environment settings, cookies and hooks that this client
-        never has (``trust_env`` is off, the cookie policy refuses every cookie, there are no
-        hooks), and in the profile that was a third of each request to a provider. The request
-        sent, the pool, the TLS settings and the errors are the same. With a proxy,
-        ``Session.request`` does it all.
-        """
-        session = self._session
-        proxies = self._proxies_for(url)
-        if proxies is not None:
-            return session.request(
-                method,
-                url,
-                headers=headers,
-                data=data,
-                params=params,
-                timeout=(timeout, timeout),
-                stream=True,
-                allow_redirects=False,
-                proxies=proxies,
-            )
-        prepared = requests.PreparedRequest()
-        prepared.prepare_method(method)
-        if params:
-            prepared.prepare_url(url, params)
-        else:
-            prepared.url = _prepared_url(url)
-        merged = CaseInsensitiveDict(session.headers)
-        if headers:
-            merged.update(headers)
-        prepared.prepare_headers(merged)
-        prepared.prepare_body(data, None)
-        adapter = session.get_adapter(prepared.url or url)
-        return adapter.send(
-            prepared,
-            stream=True,
-            timeout=(timeout, timeout),
-            verify=True if session.verify is None else session.verify,
-            cert=session.cert,
-            proxies={},
-        )
+#: A header value http.client can send: Latin-1 without line breaks or NUL (requests refuses
+#: those too, with an error whose text shows the value).
+_SENDABLE_HEADER_VALUE: Final = re.compile(r"[^\x00\n\r\u0100-\U0010ffff]*")
+#: A Content-Length as RFC 9110 writes it (``str.isdigit`` also takes "²" and Arabic-Indic
+#: digits).
+_ASCII_DIGITS: Final = re.compile("[0-9]+")
+#: A length of more digits than this is over any cap, and is not converted (int() refuses
+#: strings of over 4,300 digits).
+_MAX_DIGITS: Final = 15
 
-    @staticmethod
-    def _read_body(
-        response: requests.Response,
-        provider: str,
-        step: str,
-        host: str,
-        error: type[AuthenticationError],
-        deadline: float,
-        max_bytes: int,
-    ) -> bytes:
-        declared = response.headers.get("Content-Length", "")
-        if declared.isdigit() and int(declared) > max_bytes:
+
+def _check_header_values(
+    headers: Mapping[str, str],
+    provider: str,
+    step: str,
+    host: str,
+    error: type[AuthenticationError],
+) -> None:
+    """Refuse, before anything is sent, a header that cannot be sent, naming the header and
+    never its value (an ``Authorization`` header holds a token or the client's credentials)."""
+    for name, value in headers.items():
+        if not _SENDABLE_HEADER_VALUE.fullmatch(value):
+            raise error(provider, f"{step} to {host}: the {name} header cannot be sent")
+
+
+def _read_body(
+    response: requests.Response,
+    provider: str,
+    step: str,
+    host: str,
+    error: type[AuthenticationError],
+    max_bytes: int,
+) -> bytes:
+    """The whole body, at most ``max_bytes``, read in one call: each read ends by the request's
+    deadline (see :class:`_DeadlineReader`), and one byte past the cap tells an oversized
+    answer, whether it declares its length, is chunked or is endless."""
+    declared = response.headers.get("Content-Length")
+    if declared is not None:
+        if not _ASCII_DIGITS.fullmatch(declared):
+            raise error(provider, f"{step} to {host}: malformed Content-Length header")
+        if len(declared) > _MAX_DIGITS or int(declared) > max_bytes:
             raise error(provider, f"{step} to {host}: answer larger than {max_bytes} bytes")
-        chunks: list[bytes] = []
-        size = 0
-        raw: Any = response.raw
-        try:
-            while True:
-                if time.monotonic() > deadline:
-                    raise error(provider, f"{step} to {host} timed out", status_code=504)
-                chunk = raw.read1(_READ_SIZE)
-                if not chunk:
-                    break
-                size += len(chunk)
-                if size > max_bytes:
-                    raise error(provider, f"{step} to {host}: answer larger than {max_bytes} bytes")
-                chunks.append(chunk)
-        except AuthenticationError:
-            raise
-        except requests.Timeout:
+    raw: Any = response.raw
+    try:
+        body: bytes = raw.read(max_bytes + 1, decode_content=False)
+    except Exception as exc:  # urllib3 and http.client raise many kinds mid-body
+        if "timed out" in str(exc).lower() or isinstance(exc, TimeoutError):
             raise error(provider, f"{step} to {host} timed out", status_code=504) from None
-        except Exception as exc:  # urllib3 and http.client raise many kinds mid-body
-            if "timed out" in str(exc).lower() or isinstance(exc, TimeoutError):
-                raise error(provider, f"{step} to {host} timed out", status_code=504) from None
-            reason = type(exc).__name__
-            raise error(provider, f"{step} to {host} failed mid-answer: {reason}") from None
-        return b"".join(chunks)
-
-
-@functools.lru_cache(maxsize=256)
-def _prepared_url(url: str) -> str:
-    """``url`` as requests prepares it (IDNA host, requoted path), once per address: provider
-    addresses come from the configuration, and preparing one was an eighth of a request."""
-    prepared = requests.PreparedRequest()
-    prepared.prepare_url(url, None)
-    return prepared.url or url
+        reason = type(exc).__name__
+        raise error(provider, f"{step} to {host} failed mid-answer: {reason}") from None
+    if len(body) > max_bytes:
+        raise error(provider, f"{step} to {host}: answer larger than {max_bytes} bytes")
+    return body
 
 
 _client: ProviderHTTPClient | None = None

@@ -1,20 +1,22 @@
 """The pooled provider client's request path, against a real local HTTP server.
 
-The client prepares a request itself and hands it to the session's adapter (without
-``Session.request``, see ``ProviderHTTPClient._send``); these tests pin what that path must keep:
-the headers sent, keep-alive, the mapping of failures, a pool closed under it, and the proxy
-path.
+The client sends through ``requests.Session.request`` with a session of its own rules; these
+tests pin what that path must keep: the headers sent, keep-alive, the mapping of failures, a pool
+closed under it, the proxy path, no cookies, no ``~/.netrc``, no redirect followed, and answers
+and headers that cannot be read or sent.
 """
 
 from __future__ import annotations
 
 import json
+import tracemalloc
+from pathlib import Path
 from typing import Any
 
 import pytest
 from fault_server import Behaviour, FaultServer, refused_url
 
-from flask_social_oauth2.errors import UnexpectedResponseError
+from flask_social_oauth2.errors import ProfileRetrievalError, UnexpectedResponseError
 from flask_social_oauth2.http_client import ProviderHTTPClient, ProviderResponse
 
 
@@ -123,3 +125,134 @@ def test_with_a_proxy_the_request_goes_through_it(
     call(client, "http://provider.invalid/me")
     (seen,) = fault_server.requests
     assert seen.target == "http://provider.invalid/me"
+
+
+def raw_answer(status: int, fields: list[tuple[str, str]], body: bytes = b"") -> Behaviour:
+    """An answer sent exactly as given: these header fields (no Content-Length added), then
+    ``body``, then the connection is closed."""
+
+    def handler(exchange: Any) -> bool:
+        exchange.conn.send(exchange.head(status, fields, close=True) + body)
+        return False
+
+    return Behaviour(f"raw({status})", handler)
+
+
+def endless_chunks(exchange: Any, status: int, fields: list[tuple[str, str]]) -> bool:
+    exchange.conn.send(exchange.head(status, [*fields, ("Transfer-Encoding", "chunked")]))
+    frame = b"4000\r\n" + b"x" * 0x4000 + b"\r\n"
+    while True:
+        exchange.conn.send(frame)
+
+
+def test_a_cookie_a_provider_sets_is_never_sent(fault_server: FaultServer) -> None:
+    fault_server.set(
+        "/token", Behaviour.json({"access_token": "at"}, headers={"Set-Cookie": "sid=user-a"})
+    )
+    client = ProviderHTTPClient()
+    call(client, f"{fault_server.url}/token")
+    call(client, f"{fault_server.url}/token")
+    assert [r.headers.get("Cookie") for r in fault_server.requests] == [None, None]
+
+
+def test_netrc_credentials_are_never_attached(
+    fault_server: FaultServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    netrc = tmp_path / ".netrc"
+    netrc.write_text("machine 127.0.0.1 login someone password netrc-password\n")
+    netrc.chmod(0o600)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("NETRC", str(netrc))
+    fault_server.set("/me", Behaviour.json({"id": 1}))
+    call(ProviderHTTPClient(), f"{fault_server.url}/me")
+    (seen,) = fault_server.requests
+    assert "Authorization" not in seen.headers
+
+
+def test_a_redirect_is_not_followed_nor_its_body_read_past_the_cap(
+    fault_server: FaultServer,
+) -> None:
+    """requests reads a redirect's whole body before following it, and even when it does not
+    follow it: an endless body after a Location header must meet the same cap as any."""
+    fault_server.set(
+        "/token",
+        Behaviour(
+            "endless redirect",
+            lambda exchange: endless_chunks(exchange, 302, [("Location", "/elsewhere")]),
+        ),
+    )
+    tracemalloc.start()
+    try:
+        with pytest.raises(UnexpectedResponseError) as caught:
+            call(ProviderHTTPClient(), f"{fault_server.url}/token", max_bytes=1024 * 1024)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert caught.value.status_code == 502
+    assert "larger than" in str(caught.value)
+    assert peak < 8 * 1024 * 1024
+    assert fault_server.count("/elsewhere") == 0
+
+
+def test_a_redirect_is_answered_as_it_came(fault_server: FaultServer) -> None:
+    fault_server.set("/me", Behaviour.respond(302, b"", {"Location": "/elsewhere"}))
+    answer = call(ProviderHTTPClient(), f"{fault_server.url}/me")
+    assert answer.status == 302
+    assert fault_server.count("/elsewhere") == 0
+
+
+@pytest.mark.parametrize("length", ["\xb2", "2\xb2", "+22", "-1", "22, 22", "0x16", "", "9" * 5000])
+def test_a_content_length_of_anything_but_ascii_digits_is_a_502(
+    fault_server: FaultServer, length: str
+) -> None:
+    body = b'{"access_token": "at"}'
+    fields = [("Content-Type", "application/json"), ("Content-Length", length)]
+    fault_server.set("/token", raw_answer(200, fields, body))
+    with pytest.raises(UnexpectedResponseError) as caught:
+        call(ProviderHTTPClient(), f"{fault_server.url}/token")
+    assert caught.value.status_code == 502
+    expected = (
+        "larger than" if length.isascii() and length.isdigit() else "malformed Content-Length"
+    )
+    assert expected in str(caught.value)
+
+
+def test_a_content_length_over_the_cap_is_refused_before_the_body(
+    fault_server: FaultServer,
+) -> None:
+    fields = [("Content-Type", "application/json"), ("Content-Length", str(2 * 1024 * 1024))]
+    fault_server.set("/token", raw_answer(200, fields, b"{}"))
+    with pytest.raises(UnexpectedResponseError) as caught:
+        call(ProviderHTTPClient(), f"{fault_server.url}/token", max_bytes=1024 * 1024)
+    assert "larger than 1048576 bytes" in str(caught.value)
+
+
+@pytest.mark.parametrize("value", ["Bearer at-\u20ac", "Bearer at\r\nX-Evil: 1", "Bearer \x00"])
+def test_a_header_that_cannot_be_sent_is_a_502_naming_it_and_nothing_is_sent(
+    fault_server: FaultServer, value: str
+) -> None:
+    fault_server.set("/me", Behaviour.json({"id": 1}))
+    with pytest.raises(ProfileRetrievalError) as caught:
+        ProviderHTTPClient().request(
+            "GET",
+            f"{fault_server.url}/me",
+            provider="p",
+            step="profile request",
+            error=ProfileRetrievalError,
+            timeout=2.0,
+            max_bytes=1024,
+            headers={"Authorization": value},
+        )
+    assert caught.value.status_code == 502
+    assert "the Authorization header cannot be sent" in str(caught.value)
+    assert "at-" not in str(caught.value)
+    assert caught.value.__cause__ is None
+    assert caught.value.__context__ is None  # no UnicodeEncodeError holding the value
+    assert fault_server.count() == 0
+
+
+def test_a_latin_1_header_is_sent(fault_server: FaultServer) -> None:
+    fault_server.set("/me", Behaviour.json({"id": 1}))
+    call(ProviderHTTPClient(), f"{fault_server.url}/me", headers={"X-Name": "caf\xe9"})
+    (seen,) = fault_server.requests
+    assert seen.headers["X-Name"] == "caf\xe9"

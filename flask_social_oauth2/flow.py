@@ -28,6 +28,11 @@ STATE_BYTES: Final = 24
 #: Bytes of randomness in a PKCE verifier: 43 characters, RFC 7636 4.1's minimum length.
 VERIFIER_BYTES: Final = 32
 _SAFE_ERROR_CODE: Final = re.compile(r"[A-Za-z0-9_.\-]{1,64}\Z")
+#: RFC 6749 A.12: an access token is visible ASCII (VSCHAR).
+_VSCHARS: Final = re.compile(r"[\x20-\x7e]+")
+#: The largest ``expires_in`` read (2**31 - 1 seconds, 68 years); beyond it an answer is broken.
+MAX_EXPIRES_IN: Final = 2**31 - 1
+_SECONDS: Final = re.compile(r"[0-9]{1,10}")
 
 
 def new_state() -> str:
@@ -228,6 +233,11 @@ def parse_token_response(
         raise UnexpectedResponseError(
             provider, f"{step}: HTTP {response.status} answered no access_token"
         )
+    if not _VSCHARS.fullmatch(access_token):
+        # It goes into an Authorization header, which holds Latin-1 at most.
+        raise UnexpectedResponseError(
+            provider, f"{step}: access_token has characters other than printable ASCII"
+        )
     token_type = fields.pop("token_type", None)
     if token_type is not None and (
         not isinstance(token_type, str) or token_type.lower() != "bearer"
@@ -242,22 +252,31 @@ def parse_token_response(
     return OAuth2Info(
         access_token=access_token,
         token_type=token_type if isinstance(token_type, str) else "Bearer",
-        expires_in=_seconds(fields.pop("expires_in", None)),
+        expires_in=_seconds(provider, step, fields.pop("expires_in", None)),
         refresh_token=refresh_token if isinstance(refresh_token, str) and refresh_token else None,
         params=fields,
     )
 
 
-def _seconds(value: object) -> int | None:
-    if isinstance(value, bool):
+def _seconds(provider: str, step: str, value: object) -> int | None:
+    """``expires_in`` as whole seconds: a number or a string of ASCII digits, from 0 to
+    :data:`MAX_EXPIRES_IN`; absent or null is ``None``.
+
+    :raises UnexpectedResponseError: for anything else (a negative, fractional-infinite or huge
+        number, a string like "²" or "Infinity", a boolean, a list...).
+    """
+    if value is None:
         return None
-    if isinstance(value, int):
-        return value if value >= 0 else None
-    if isinstance(value, float):
-        return int(value) if value >= 0 else None
-    if isinstance(value, str) and value.strip().isdigit():
-        return int(value.strip())
-    return None
+    seconds: float | int | None = None
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        seconds = value
+    elif isinstance(value, str) and _SECONDS.fullmatch(value.strip()):
+        seconds = int(value.strip())
+    if seconds is None or not 0 <= seconds <= MAX_EXPIRES_IN:  # also False for NaN
+        raise UnexpectedResponseError(
+            provider, f"{step}: expires_in is not a number of seconds from 0 to {MAX_EXPIRES_IN}"
+        )
+    return int(seconds)
 
 
 def token_headers(

@@ -928,12 +928,15 @@ def test_reddit_user_agent_from_custom_properties(server: FaultServer) -> None:
     assert only_request(server, "/api/v1/me").headers["User-Agent"] == agent
 
 
-@pytest.mark.parametrize("agent", ["", "  ", "evil\r\nX-Injected: 1"])
+@pytest.mark.parametrize(
+    "agent", ["", "  ", "evil\r\nX-Injected: 1", "web:app:1.0 (by /u/\u00fcber_\u2603)", "a\x85b"]
+)
 def test_reddit_user_agent_must_be_one_line(server: FaultServer, agent: str) -> None:
     block = block_for(server, "reddit", "/api/v1/me", customProperties={"userAgent": agent})
     with pytest.raises(ConfigurationError) as caught:
         make_app({"reddit": block})
     assert [problem.key for problem in caught.value.problems] == ["customProperties.userAgent"]
+    assert "provider 'reddit', key 'customProperties.userAgent'" in str(caught.value)
 
 
 def test_reddit_user_agent_property() -> None:

@@ -73,6 +73,10 @@ class Param:
         return settings.custom_properties.get(self.property, self.default)
 
 
+#: A header value: Latin-1 without control characters (C0, DEL, C1).
+_HEADER_LINE: Final = re.compile(r"[\x20-\x7e\xa0-\xff]+")
+
+
 @dataclass(frozen=True, slots=True)
 class PropertyRule:
     """What a ``customProperties`` entry a provider reads must look like.
@@ -80,7 +84,8 @@ class PropertyRule:
     ``kind``: ``"choice"`` (one of ``values``), ``"pattern"`` (matches ``values[0]``, e.g.
     ``values[1]``), ``"url"`` (an API address: the access token is sent there, so https, plain
     http on loopback only), ``"urls"`` (several, separated by spaces) or ``"line"`` (a
-    non-empty line without control characters).
+    non-empty line of Latin-1 characters without control characters: it goes into an HTTP
+    header).
     """
 
     key: str
@@ -104,9 +109,12 @@ class PropertyRule:
             problems = [check_endpoint_url(url) for url in urls]
             found = next((problem for problem in problems if problem is not None), None)
             return found if urls else "must list one or more addresses, separated by spaces"
-        if value.strip() and not any(ord(char) < 0x20 or ord(char) == 0x7F for char in value):
+        if value.strip() and _HEADER_LINE.fullmatch(value):
             return None
-        return "must be a non-empty line without control characters"
+        return (
+            "must be a non-empty line of Latin-1 characters without control characters"
+            " (it is sent as an HTTP header)"
+        )
 
 
 @dataclass(frozen=True, slots=True)

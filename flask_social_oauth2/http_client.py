@@ -169,9 +169,10 @@ class _NoCookies(RequestsCookieJar):
         return None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False)
 class ProviderResponse:
-    """A provider's answer, read whole within the size cap."""
+    """A provider's answer, read whole within the size cap. ``repr`` shows the body's size and
+    the header names, never their values."""
 
     status: int
     content_type: str
@@ -193,6 +194,15 @@ class ProviderResponse:
     def media_type(self) -> str:
         """The content type without parameters, lower case."""
         return self.content_type.split(";", 1)[0].strip().lower()
+
+    def __repr__(self) -> str:
+        # The body of a token answer holds tokens; header values may too (e.g. a cookie).
+        return (
+            f"ProviderResponse(status={self.status!r}, content_type={self.content_type!r}, "
+            f"body=<{len(self.body)} bytes>, headers=<{', '.join(self.headers)}>)"
+        )
+
+    __str__ = __repr__
 
 
 class ProviderHTTPClient:

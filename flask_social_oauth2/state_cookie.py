@@ -47,6 +47,19 @@ class PendingFlow:
     created: int
     nonce: str | None = None
 
+    def __repr__(self) -> str:
+        # state, verifier and nonce are secrets of the flow: shown as present or absent only.
+        shown = {"state": "***", "verifier": self.verifier, "nonce": self.nonce}
+        masked = {name: None if value is None else "***" for name, value in shown.items()}
+        return (
+            f"PendingFlow(provider={self.provider!r}, redirect_uri={self.redirect_uri!r}, "
+            f"next_url={self.next_url!r}, created={self.created!r}, "
+            + ", ".join(f"{name}={value!r}" for name, value in masked.items())
+            + ")"
+        )
+
+    __str__ = __repr__
+
     def to_list(self) -> list[Any]:
         """The compact form kept in the cookie."""
         return [

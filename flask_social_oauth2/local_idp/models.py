@@ -179,7 +179,7 @@ class AuthorizationCode:
     user: LocalUser
     code_challenge: str
     code_challenge_method: str
-    nonce: str | None
+    nonce: str | None = field(repr=False)
     auth_time: int
     expires_at: float
     grant_id: str

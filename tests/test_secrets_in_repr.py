@@ -26,6 +26,7 @@ from helpers import ALICE, CLIENT_ID, MakeApp, valid_block
 import flask_social_oauth2
 from flask_social_oauth2.http_client import ProviderResponse
 from flask_social_oauth2.local_idp import LocalIdentityProvider
+from flask_social_oauth2.local_idp.apple import CheckedSecret
 from flask_social_oauth2.local_idp.clock import ManualClock
 from flask_social_oauth2.local_idp.models import (
     AuthorizationCode,
@@ -35,6 +36,8 @@ from flask_social_oauth2.local_idp.models import (
 )
 from flask_social_oauth2.local_idp.server import LocalAuthorizationServer
 from flask_social_oauth2.provider import OAuth2Provider, SocialProvider
+from flask_social_oauth2.providers.apple_secret import _Made
+from flask_social_oauth2.providers.form_post import FormPost
 from flask_social_oauth2.settings import OAuth2Info, OAuth2Settings
 from flask_social_oauth2.state_cookie import PendingFlow, StateSerializer
 
@@ -70,6 +73,7 @@ NOT_SECRET: Final[dict[tuple[str, str], str]] = {
     ("ProfileFields", "provider_key"): "where the user id is found in a profile",
     ("SocialProfile", "provider_key"): "the user's id at the provider, not a secret",
     ("ProviderFacts", "profile_json_body"): "a switch",
+    ("ProviderFacts", "init_client_secret"): "the ${VARIABLE} `flask social init` writes",
 }
 
 
@@ -183,6 +187,9 @@ FACTORIES: Final[dict[type, Callable[[], object]]] = {
     IssuedToken: issued_token,
     TokenResponse: lambda: TokenResponse(access_token=ACCESS, refresh_token=REFRESH),
     LocalAuthorizationServer: lambda: local_idp().authorization_server,
+    FormPost: lambda: FormPost(STATE, CODE, None, None, '{"name": {}}', False),
+    CheckedSecret: lambda: CheckedSecret({"alg": "ES256"}, {"sub": CLIENT_ID}, None, SECRET),
+    _Made: lambda: _Made(SECRET, 0.0),
 }
 #: Objects that hold secrets under names the walk does not catch.
 MORE: Final[dict[str, Callable[[], object]]] = {

@@ -13,7 +13,7 @@ import hashlib
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final
 
 if TYPE_CHECKING:
@@ -67,7 +67,7 @@ class SecretClaims:
 
 @dataclass(frozen=True, slots=True)
 class _Made:
-    secret: str
+    secret: str = field(repr=False)  # the signed client secret
     expires: float
 
 

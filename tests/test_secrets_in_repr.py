@@ -10,6 +10,7 @@ extension, the providers) are built and checked too.
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import dataclasses
 import importlib
@@ -40,6 +41,8 @@ from flask_social_oauth2.providers.apple_secret import _Made
 from flask_social_oauth2.providers.form_post import FormPost
 from flask_social_oauth2.settings import OAuth2Info, OAuth2Settings
 from flask_social_oauth2.state_cookie import PendingFlow, StateSerializer
+from flask_social_oauth2.tokens.cipher import TokenCipher
+from flask_social_oauth2.tokens.sql import SQLAlchemyTokenStore
 
 SECRET: Final = "s3cr3t-9c1d4e"
 CODE: Final = "code-7a2b9f"
@@ -49,7 +52,8 @@ NONCE: Final = "nonce-8b4c2d"
 ACCESS: Final = "access-1d9e7f"
 REFRESH: Final = "refresh-6c3a0e"
 ID_TOKEN: Final = "idtoken-2f5b8a"
-SECRETS: Final = (SECRET, CODE, VERIFIER, STATE, NONCE, ACCESS, REFRESH, ID_TOKEN)
+FERNET_KEY: Final = base64.urlsafe_b64encode(b"k" * 32).decode()
+SECRETS: Final = (SECRET, CODE, VERIFIER, STATE, NONCE, ACCESS, REFRESH, ID_TOKEN, FERNET_KEY)
 
 #: A field, slot or parameter whose name says it holds a secret.
 SECRET_NAME: Final = re.compile(
@@ -74,6 +78,7 @@ NOT_SECRET: Final[dict[tuple[str, str], str]] = {
     ("SocialProfile", "provider_key"): "the user's id at the provider, not a secret",
     ("ProviderFacts", "profile_json_body"): "a switch",
     ("ProviderFacts", "init_client_secret"): "the ${VARIABLE} `flask social init` writes",
+    ("SessionTokenStore", "session_key"): "the name of the session key the tokens are under",
 }
 
 
@@ -190,6 +195,7 @@ FACTORIES: Final[dict[type, Callable[[], object]]] = {
     FormPost: lambda: FormPost(STATE, CODE, None, None, '{"name": {}}', False),
     CheckedSecret: lambda: CheckedSecret({"alg": "ES256"}, {"sub": CLIENT_ID}, None, SECRET),
     _Made: lambda: _Made(SECRET, 0.0),
+    TokenCipher: lambda: TokenCipher([FERNET_KEY]),
 }
 #: Objects that hold secrets under names the walk does not catch.
 MORE: Final[dict[str, Callable[[], object]]] = {
@@ -197,6 +203,9 @@ MORE: Final[dict[str, Callable[[], object]]] = {
     "Store": local_store,
     "SigningKeys": lambda: local_idp().keys,
     "provider": provider,
+    "SQLAlchemyTokenStore": lambda: SQLAlchemyTokenStore(
+        f"postgresql+psycopg://app:{SECRET}@db.example/social"
+    ),
 }
 
 

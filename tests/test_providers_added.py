@@ -166,10 +166,18 @@ def test_atlassian_token_request_is_json(server: FaultServer) -> None:
     )
 
 
-def test_atlassian_block_asks_for_the_audience_and_consent() -> None:
-    block = docs.init_block(PROVIDER_FACTS["atlassian"])
-    assert "audience: api.atlassian.com" in block
-    assert "prompt: consent" in block
+def test_atlassian_sends_the_audience_and_consent(server: FaultServer) -> None:
+    outcome = serve_and_sign_in(server, "atlassian", SIGN_INS["atlassian"])
+    query = outcome.authorization_query
+    assert (query["audience"], query["prompt"]) == ("api.atlassian.com", "consent")
+
+
+def test_atlassian_block_may_override_the_prompt(server: FaultServer) -> None:
+    block = provider_block(server, "atlassian", SIGN_INS["atlassian"])
+    block["authorizationParams"] = {"prompt": "none"}
+    outcome = sign_in(server, "atlassian", block)
+    assert outcome.authorization_query["prompt"] == "none"
+    assert outcome.authorization_query["audience"] == "api.atlassian.com"
 
 
 def test_azure_is_microsoft_under_another_name() -> None:

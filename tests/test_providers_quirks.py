@@ -191,6 +191,11 @@ def test_notion_user_from_the_token_answer_without_a_profile_request(server: Fau
     assert "client_secret" not in json.loads(request.body)
 
 
+def test_notion_authorization_request_names_the_user_as_owner(server: FaultServer) -> None:
+    outcome = serve_and_sign_in(server, "notion", SIGN_INS["notion"])
+    assert outcome.authorization_query["owner"] == "user"
+
+
 def test_notion_workspace_owner_is_a_profile_error(server: FaultServer) -> None:
     token = {**fixture("notion.token"), "owner": {"type": "workspace", "workspace": True}}
     outcome = serve_and_sign_in(server, "notion", SIGN_INS["notion"], token=token)

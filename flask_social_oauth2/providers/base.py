@@ -167,9 +167,11 @@ class BuiltinProvider(OAuth2Provider):
 
     def authorization_url(self, pending: PendingFlow) -> str:
         url = super().authorization_url(pending)
+        configured = self.settings.authorization_params
+        added = [(k, v) for k, v in self.facts.authorization_params.items() if k not in configured]
         if Quirk.CLIENT_KEY in self.facts.quirks:
-            url = add_params_to_uri(url, [("client_key", self.settings.client_id)])
-        return url
+            added.append(("client_key", self.settings.client_id))
+        return add_params_to_uri(url, added) if added else url
 
     def token_server(self, step: str) -> str | None:
         """The server the callback names for the token request (:attr:`ProviderFacts.

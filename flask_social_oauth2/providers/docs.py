@@ -105,6 +105,7 @@ def _quirks(facts: ProviderFacts) -> str:
     if facts.profile_method != "GET":
         body = " with JSON `null` body" if facts.profile_json_body == "null" else ""
         found.append(f"`{facts.profile_method}`{body}")
+    found += [f"`{name}={value}` sent" for name, value in facts.authorization_params.items()]
     found += [f"`{param.name}` parameter" for param in facts.profile_params]
     if facts.profile_in_token_answer is not None:
         found.append(f"profile from the token answer (`{facts.profile_in_token_answer}`)")

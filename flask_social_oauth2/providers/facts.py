@@ -229,6 +229,9 @@ class ProviderFacts:
     #: The ``clientSecret`` of the block ``flask social init`` writes (default
     #: ``${<NAME>_CLIENT_SECRET}``), for a provider whose secret is something else (a key).
     init_client_secret: str | None = None
+    #: Parameters the authorization request always carries unless the block's
+    #: ``authorizationParams`` sets them (Atlassian's ``audience``, Notion's ``owner``).
+    authorization_params: Mapping[str, str] = field(default_factory=lambda: _EMPTY)
     #: Extra entries of the block ``flask social init`` writes.
     init_authorization_params: Mapping[str, str] = field(default_factory=lambda: _EMPTY)
     init_custom_properties: Mapping[str, str] = field(default_factory=lambda: _EMPTY)

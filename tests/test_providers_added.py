@@ -13,6 +13,7 @@ import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qsl, urlsplit
 
 import pytest
 from fault_server import Behaviour, FaultServer
@@ -25,6 +26,7 @@ from provider_sign_in import (
     PROFILE_FIELDS,
     fixture,
     has_fixture,
+    make_app,
     provider_block,
     serve_and_sign_in,
     sign_in,
@@ -400,3 +402,62 @@ def test_docs_check_reports_a_stale_readme_count(
         == f"Intro. {start}{count}{end} providers are built in.\n"
     )
     assert docs.main(["--check"]) == 0
+
+
+# -- status notes, OpenID Connect issuers, callback errors ---------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "note"),
+    [
+        ("authentiq", "**Status unconfirmed.**"),
+        ("fitbit", "**Legacy.**"),
+        ("foursquare", "**Legacy.**"),
+        ("nylas", "**Legacy, status unconfirmed.**"),
+    ],
+)
+def test_legacy_or_unconfirmed_providers_say_so_first(name: str, note: str) -> None:
+    assert PROVIDER_FACTS[name].docs.startswith(note)
+    assert docs.section(PROVIDER_FACTS[name]).split("\n\n")[1].startswith(note)
+
+
+@pytest.mark.parametrize(
+    ("name", "issuer"),
+    [
+        ("authentiq", "https://connect.authentiq.io"),
+        ("kakao", "https://kauth.kakao.com"),
+        ("line", "https://access.line.me"),
+    ],
+)
+def test_fixed_openid_connect_issuer(name: str, issuer: str) -> None:
+    facts = PROVIDER_FACTS[name]
+    block = {
+        "authorizationURL": facts.authorization_url,
+        "accessTokenURL": facts.token_url,
+        "redirectURL": f"/authenticate/{name}",
+        "clientID": "c",
+        "clientSecret": "s",
+    }
+    cls = BUILTIN_PROVIDERS[name]
+    with_openid = OAuth2Settings.from_config({**block, "scope": "openid"}, provider=name)
+    without = OAuth2Settings.from_config({**block, "scope": "profile"}, provider=name)
+    assert cls.issuer_for(with_openid) == issuer
+    assert cls.issuer_for(without) is None
+
+
+@pytest.mark.parametrize("error", ["login_required", "interaction_required"])
+def test_orcid_documented_callback_error_fails_the_sign_in(server: FaultServer, error: str) -> None:
+    app_block = provider_block(server, "orcid", SIGN_INS["orcid"])
+    outcome = sign_in_with_error(server, "orcid", app_block, error)
+    assert outcome == 400
+    assert server.count() == 0
+
+
+def sign_in_with_error(server: FaultServer, name: str, block: dict[str, Any], error: str) -> int:
+    """Start a sign-in and come back with ``error`` as the provider would: the status."""
+    app, _ = make_app({name: block})
+    client = app.test_client()
+    started = client.get(f"/authenticate/{name}")
+    state = dict(parse_qsl(urlsplit(started.headers["Location"]).query))["state"]
+    answer = client.get(f"/authenticate/{name}", query_string={"error": error, "state": state})
+    return answer.status_code

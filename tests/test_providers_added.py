@@ -12,7 +12,7 @@ import base64
 import json
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 from urllib.parse import parse_qsl, urlsplit
 
 import pytest
@@ -461,3 +461,53 @@ def sign_in_with_error(server: FaultServer, name: str, block: dict[str, Any], er
     state = dict(parse_qsl(urlsplit(started.headers["Location"]).query))["state"]
     answer = client.get(f"/authenticate/{name}", query_string={"error": error, "state": state})
     return answer.status_code
+
+
+#: Flask-Dance's OAuth 2 providers (flask_dance/contrib, 7.x; ``jira`` and ``twitter`` there are
+#: OAuth 1, Jira's OAuth 2 is ``atlassian``) and Silhouette's OAuth 2 providers (play-silhouette
+#: impl/providers/oauth2).
+FLASK_DANCE_OAUTH2: Final = frozenset(
+    {
+        "atlassian",
+        "authentiq",
+        "azure",
+        "bitbucket",
+        "cognito",
+        "dexcom",
+        "digitalocean",
+        "discord",
+        "dropbox",
+        "facebook",
+        "fitbit",
+        "github",
+        "gitlab",
+        "google",
+        "heroku",
+        "instagram",
+        "linkedin",
+        "meetup",
+        "nylas",
+        "okta",
+        "orcid",
+        "osm",
+        "reddit",
+        "salesforce",
+        "slack",
+        "spotify",
+        "strava",
+        "twitch",
+        "vk",
+        "zoho",
+    }
+)
+SILHOUETTE_OAUTH2: Final = frozenset(
+    {"auth0", "dropbox", "facebook", "foursquare", "github", "gitlab", "google", "instagram"}
+    | {"linkedin", "vk"}
+)
+
+
+def test_builtin_list_is_a_strict_superset_of_flask_dance_and_silhouette() -> None:
+    builtin = set(BUILTIN_PROVIDERS)
+    assert builtin > FLASK_DANCE_OAUTH2
+    assert builtin > SILHOUETTE_OAUTH2
+    assert len(builtin) == 50

@@ -16,6 +16,7 @@ from flask import has_request_context, request
 from oauthlib.common import add_params_to_uri
 
 from ..errors import (
+    AuthenticationError,
     ConfigurationProblem,
     InvalidCallbackError,
     ProfileRetrievalError,
@@ -207,6 +208,21 @@ class BuiltinProvider(OAuth2Provider):
         if where is not None and server is not None:
             info = dataclasses.replace(info, params={**info.params, where.parameter: server})
         return info
+
+    def refresh(self, info: OAuth2Info, *, scope: str | None = None) -> OAuth2Info:
+        where = self.facts.callback_token_server
+        named = info.params.get(where.parameter) if where is not None else None
+        if where is None or not isinstance(named, str):
+            return super().refresh(info, scope=scope)
+        server = origin_of(named)
+        if server not in self.allowed_token_servers(where) or check_endpoint_url(server):
+            raise AuthenticationError(
+                self.name, f"cannot refresh: the token's {where.parameter!r} is not allowed"
+            )
+        token_url = server + where.token_path
+        same_server = self.with_settings(lambda s: s.replace(access_token_url=token_url))
+        renewed = OAuth2Provider.refresh(same_server, info, scope=scope)
+        return dataclasses.replace(renewed, params={**renewed.params, where.parameter: server})
 
     def _post_to_token_endpoint(
         self, step: str, body: str, url: str | None = None

@@ -55,13 +55,12 @@ and enable *multi-DC* for it. Zoho keeps each user in one data centre: the callb
 server must be one of Zoho's data centres (`accounts.zoho.com`, `.eu`, `.in`, `.com.au`,
 `.jp`, `.sa`, `.uk`, `.com.cn`, `accounts.zohocloud.ca`), the origin of `accessTokenURL` or
 one listed in `customProperties.accountsServers` (space separated); any other is refused with
-400 before the code or the secret is sent anywhere. A later `refresh()` goes to
-`accessTokenURL`: for a user of another data centre set it from `info.params["accounts-server"]`
-(`provider.with_settings(...)`). API calls send `Authorization: Zoho-oauthtoken <token>`;
-the token answer's `api_domain` is the user's API base (`https://www.zohoapis.eu`). The
-profile's member names (`ZUID`, `First_Name`, `Last_Name`, `Display_Name`, `Email`) are those
-peer libraries read: Zoho's documentation shows no sample. Zoho does not say whether the
-address is verified. `access_type=offline` (with `prompt=consent`) gives a refresh token,
-only at the first consent.
+400 before the code or the secret is sent anywhere. The server is kept in
+`info.params["accounts-server"]`, and `refresh()` goes to the same server. API calls send
+`Authorization: Zoho-oauthtoken <token>`; the token answer's `api_domain` is the user's API
+base (`https://www.zohoapis.eu`). The profile's member names (`ZUID`, `First_Name`,
+`Last_Name`, `Display_Name`, `Email`) are those peer libraries read: Zoho's documentation
+shows no sample. Zoho does not say whether the address is verified. `access_type=offline`
+(with `prompt=consent`) gives a refresh token, only at the first consent.
 """,
 )

@@ -1,6 +1,6 @@
 """The pooled provider client's request path, against a real local HTTP server.
 
-The client sends through ``requests.Session.request`` with a session of its own rules; these
+The client sends through its session's adapter (``Session.request`` behind a proxy); these
 tests pin what that path must keep: the headers sent, keep-alive, the mapping of failures, a pool
 closed under it, the proxy path, no cookies, no ``~/.netrc``, no redirect followed, and answers
 and headers that cannot be read or sent.

@@ -36,8 +36,13 @@ from provider_sign_in import (
 from test_providers import CASES as FIRST_CASES
 from test_providers import TESTED_ELSEWHERE
 
-from flask_social_oauth2 import OAuth2Settings
-from flask_social_oauth2.errors import InvalidCallbackError, ProfileRetrievalError
+from flask_social_oauth2 import OAuth2Info, OAuth2Settings
+from flask_social_oauth2.errors import (
+    AuthenticationError,
+    InvalidCallbackError,
+    ProfileRetrievalError,
+)
+from flask_social_oauth2.provider import OAuth2Provider
 from flask_social_oauth2.providers import BUILTIN_PROVIDERS, PROVIDER_FACTS, docs
 
 
@@ -511,3 +516,52 @@ def test_builtin_list_is_a_strict_superset_of_flask_dance_and_silhouette() -> No
     assert builtin > FLASK_DANCE_OAUTH2
     assert builtin > SILHOUETTE_OAUTH2
     assert len(builtin) == 50
+
+
+def test_zoho_refresh_goes_to_the_data_centre_of_the_sign_in(server: FaultServer) -> None:
+    with FaultServer() as eu:
+        eu.set("/oauth/v2/token", Behaviour.json(fixture("zoho.token")))
+        eu.set("/oauth/user/info", Behaviour.json(fixture("zoho")))
+        block = zoho_block(server, customProperties={"accountsServers": eu.url})
+        outcome = sign_in(server, "zoho", block, callback={"accounts-server": eu.url})
+        assert outcome.info is not None
+        renewed_answer = {"access_token": "1000.renewed", "token_type": "Bearer"}
+        eu.set("/oauth/v2/token", Behaviour.json(renewed_answer))
+        app, social = make_app({"zoho": block})
+        with app.app_context():
+            provider = social.provider("zoho")
+            assert isinstance(provider, OAuth2Provider)
+            renewed = provider.refresh(outcome.info)
+        assert renewed.access_token == "1000.renewed"
+        assert renewed.params["accounts-server"] == eu.url
+        assert renewed.refresh_token == "<REFRESH_TOKEN>"
+        assert eu.count("/oauth/v2/token") == 2
+        refresh_body = [r for r in eu.requests if r.path == "/oauth/v2/token"][1].form()
+        assert refresh_body["grant_type"] == ["refresh_token"]
+    assert server.count() == 0
+
+
+def test_zoho_refresh_refuses_a_server_not_allowed(server: FaultServer) -> None:
+    info = OAuth2Info(
+        access_token="a",
+        refresh_token="r",
+        params={"accounts-server": "https://accounts.zoho.evil.example"},
+    )
+    app, social = make_app({"zoho": zoho_block(server)})
+    with app.app_context():
+        provider = social.provider("zoho")
+        assert isinstance(provider, OAuth2Provider)
+        with pytest.raises(AuthenticationError, match="not allowed"):
+            provider.refresh(info)
+    assert server.count() == 0
+
+
+def test_refresh_without_a_callback_server_uses_the_access_token_url(server: FaultServer) -> None:
+    server.set("/token", Behaviour.json({"access_token": "renewed", "token_type": "Bearer"}))
+    info = OAuth2Info(access_token="a", refresh_token="r")
+    app, social = make_app({"zoho": zoho_block(server)})
+    with app.app_context():
+        provider = social.provider("zoho")
+        assert isinstance(provider, OAuth2Provider)
+        assert provider.refresh(info).access_token == "renewed"
+    assert server.count("/token") == 1

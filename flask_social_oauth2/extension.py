@@ -284,6 +284,12 @@ class SocialOAuth2:
             problems = [p for p in state.redirect_problems if p.provider == selected.name]
             if problems:
                 return _misconfigured_page(problems)
+        if not current_app.secret_key:
+            missing = ConfigurationProblem(
+                None, "SECRET_KEY", "is not set: the state cookie needs it"
+            )
+            logger.error("%s", missing)
+            return _misconfigured_page([missing])
         posted_json = request.method == "POST" and not _has_form_post_callback(selected)
         try:
             if posted_json:

@@ -410,3 +410,17 @@ def test_every_relative_link_of_the_docs_reaches_a_file_and_heading() -> None:
                 problems.append(f"{where}: no such heading")
     assert problems == []
     assert checked >= 15
+
+
+def test_the_quick_start_without_its_secret_key_answers_a_clear_503_never_a_500(
+    quick_start_dir: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.delenv("FLASK_SECRET_KEY")
+    app = load_module(quick_start_dir / "app.py", "app").app
+    client = app.test_client()
+    with caplog.at_level("ERROR", logger="flask_social_oauth2"):
+        start = client.get("/authenticate/github", base_url="http://127.0.0.1:5000")
+    assert start.status_code == 503
+    assert b"which the server&#39;s log names" in start.data
+    assert "key 'SECRET_KEY': is not set" in caplog.text
+    assert "Set-Cookie" not in start.headers

@@ -24,6 +24,7 @@ from markupsafe import escape
 
 from . import signals
 from .app_state import EXTENSION_KEY, AppState, get_app_state
+from .callback import finished_flow, read_posted_code
 from .checks import REPORTED_BY_CHECK, redirect_url_problems, untrusted_host_warning
 from .config import load_settings
 from .errors import (
@@ -34,11 +35,11 @@ from .errors import (
     SocialOAuth2Error,
     UnknownProviderError,
 )
-from .provider import MAX_CALLBACK_VALUE, OAuth2Provider, SocialProvider, finished_flow
+from .provider import OAuth2Provider, SocialProvider
 from .providers import BUILTIN_PROVIDERS
 from .runtime import Runtime
 from .settings import OAuth2Info, SocialProfile
-from .state_cookie import FLOW_PAGE_HEADERS, StateCookieStore
+from .state_cookie import FLOW_PAGE_HEADERS, StateCookieStore, app_scope
 from .tokens.cipher import token_key_problems
 from .tokens.setting import token_store_from_setting
 
@@ -61,7 +62,7 @@ _DEFAULTS: Final[Mapping[str, Any]] = MappingProxyType(
         "SOCIAL_OAUTH2_TIMEOUT": 10,
         "SOCIAL_OAUTH2_STATE_TTL": 600,
         "SOCIAL_OAUTH2_MAX_RESPONSE_BYTES": 1024 * 1024,
-        "SOCIAL_OAUTH2_STATE_COOKIE": "social_oauth2_state",
+        "SOCIAL_OAUTH2_STATE_COOKIE": None,
         "SOCIAL_OAUTH2_STATE_COOKIE_PATH": "/",
         "SOCIAL_OAUTH2_SESSION_KEY": "social_profile",
         "SOCIAL_OAUTH2_CHECK_REDIRECT_URLS": True,
@@ -146,11 +147,13 @@ class SocialOAuth2:
             rule, "authenticate", self._authenticate_view, methods=["GET", "POST"]
         )
         app.register_blueprint(blueprint)
+        scope = app_scope(app.import_name, rule)
         runtime = Runtime(
             state_cookies=StateCookieStore(
-                name=config["SOCIAL_OAUTH2_STATE_COOKIE"],
+                name=config["SOCIAL_OAUTH2_STATE_COOKIE"] or f"social_oauth2_state_{scope}",
                 path=config["SOCIAL_OAUTH2_STATE_COOKIE_PATH"],
                 ttl=options["state_ttl"],
+                scope=scope,
             ),
             timeout=options["timeout"],
             max_response_bytes=options["max_bytes"],
@@ -388,8 +391,14 @@ def _read_options(config: Mapping[str, Any]) -> dict[str, Any]:
                 None, "SOCIAL_OAUTH2_URL_RULE", "must be a path containing '<provider>'"
             )
         )
+    cookie = config["SOCIAL_OAUTH2_STATE_COOKIE"]
+    if cookie is not None and (not isinstance(cookie, str) or not cookie):
+        problems.append(
+            ConfigurationProblem(
+                None, "SOCIAL_OAUTH2_STATE_COOKIE", "must be a non-empty string (or None)"
+            )
+        )
     for key in (
-        "SOCIAL_OAUTH2_STATE_COOKIE",
         "SOCIAL_OAUTH2_STATE_COOKIE_PATH",
         "SOCIAL_OAUTH2_SESSION_KEY",
     ):
@@ -426,26 +435,17 @@ def _has_form_post_callback(provider: SocialProvider) -> bool:
 
 
 def _exchange_posted_code(provider: SocialProvider) -> OAuth2Info:
-    """``POST /authenticate/<provider>`` with ``{"code": "..."}`` from a client-side framework.
-
-    JSON only, so that a cross-site form cannot post a code; accepted only for providers
-    without ``authorizationURL``, whose flow the browser ran.
-    """
+    """``POST /authenticate/<provider>`` with ``{"code": "...", "code_verifier": "..."}`` from a
+    client-side framework (see :func:`~flask_social_oauth2.callback.read_posted_code`);
+    accepted only for providers without ``authorizationURL``, whose flow the browser ran."""
     if not isinstance(provider, OAuth2Provider) or provider.settings.authorization_url is not None:
         raise InvalidCallbackError(
             provider.name,
             "POST is only for providers used with a client-side framework (no authorizationURL)",
             status_code=405,
         )
-    if request.mimetype != "application/json":
-        raise InvalidCallbackError(provider.name, "POST body must be JSON", status_code=415)
-    body = request.get_json(silent=True)
-    code = body.get("code") if isinstance(body, dict) else None
-    if not isinstance(code, str) or not code or len(code) > MAX_CALLBACK_VALUE:
-        raise InvalidCallbackError(
-            provider.name, "POST body must be a JSON object with a 'code' string"
-        )
-    return provider.authenticate_client_code(code)
+    code, verifier = read_posted_code(provider.name)
+    return provider.authenticate_client_code(code, verifier)
 
 
 def _check_redirect_urls_once() -> None:

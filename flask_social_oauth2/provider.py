@@ -1,8 +1,9 @@
-"""Providers: the authorization code flow for one settings record.
+"""The OAuth 2.0 provider: the authorization code flow for one settings record.
 
-:class:`SocialProvider` is the interface the specification names; :class:`OAuth2Provider` runs
-the flow and reads a profile. Built-in providers (``flask_social_oauth2.providers``) subclass
-it through one shared class driven by each provider's declarative facts.
+:class:`OAuth2Provider` implements :class:`SocialProvider` (the interface the specification
+names): it runs the flow (the steps are in :mod:`flask_social_oauth2.sign_in`) and reads a
+profile. Built-in providers (``flask_social_oauth2.providers``) subclass it through one shared
+class driven by each provider's declarative facts.
 """
 
 from __future__ import annotations
@@ -10,114 +11,35 @@ from __future__ import annotations
 import dataclasses
 import logging
 import re
-from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping
-from typing import Any, ClassVar, Final, Literal, Self
+from collections.abc import Mapping
+from typing import Any, ClassVar, Literal
 
-from flask import Response, current_app, g, request
+from flask import Response, request
 
-from . import discovery, flow, id_token, revocation, state_cookie
+from . import callback, discovery, flow, id_token, revocation, sign_in
 from .errors import (
-    AccessDeniedError,
     AuthenticationError,
-    ConfigurationError,
     ConfigurationProblem,
     DiscoveryError,
     InvalidCallbackError,
     ProfileRetrievalError,
-    ProviderRefusedError,
     StateError,
     UnexpectedResponseError,
 )
 from .http_client import ProviderResponse, get_client
 from .profile_fields import OPENID_FIELDS, ProfileFields
-from .redirects import resolve_redirect_uri, safe_next_path
+from .redirects import resolve_redirect_uri
 from .runtime import current_runtime
 from .settings import OAuth2Info, OAuth2Settings, SocialProfile
+from .social_provider import SocialProvider
 from .state_cookie import PendingFlow
+
+__all__ = ["OAuth2Provider", "SocialProvider", "TokenAuthMethod"]
 
 logger = logging.getLogger("flask_social_oauth2")
 
-#: Longest ``code``, ``state``, ``error`` or ``iss`` accepted in a callback.
-MAX_CALLBACK_VALUE: Final = 2048
-_CALLBACK_PARAMS: Final = ("code", "state", "error", "iss")
-_G_FINISHED: Final = "_social_oauth2_finished"
 
 TokenAuthMethod = Literal["client_secret_post", "client_secret_basic"]
-
-
-class SocialProvider(ABC):
-    """A configured social sign-in provider.
-
-    A provider is immutable: :meth:`with_settings` derives a new one, and nothing about a
-    request is ever stored on it, so one instance serves all threads.
-
-    :param name: The name of the provider's configuration block.
-    :param settings: Its settings record.
-    """
-
-    __slots__ = ("_name", "_settings")
-
-    def __init__(self, name: str, settings: OAuth2Settings) -> None:
-        self._name = name
-        self._settings = settings
-
-    @property
-    def name(self) -> str:
-        """The name of the provider's configuration block, e.g. ``"github"``."""
-        return self._name
-
-    @property
-    def settings(self) -> OAuth2Settings:
-        """The provider's settings record."""
-        return self._settings
-
-    def with_settings(self, change: Callable[[OAuth2Settings], OAuth2Settings]) -> Self:
-        """A provider of the same class using the settings ``change`` returns, for one use.
-
-        The provider this is called on, the app's registry and the global configuration are
-        unchanged. Usually ``change`` copies the settings with :meth:`OAuth2Settings.replace`::
-
-            provider.with_settings(lambda s: s.replace(scope="repo")).authenticate()
-
-        :raises TypeError: when ``change`` does not return an :class:`OAuth2Settings`.
-        :raises ConfigurationError: when the new settings do not suit this provider.
-        """
-        settings = change(self._settings)
-        if not isinstance(settings, OAuth2Settings):
-            raise TypeError(
-                f"the function given to with_settings must return OAuth2Settings, "
-                f"not {type(settings).__name__}"
-            )
-        problems = self.settings_problems(settings)
-        if problems:
-            raise ConfigurationError([p.__class__(self._name, p.key, p.message) for p in problems])
-        return type(self)(self._name, settings)
-
-    @classmethod
-    def settings_problems(cls, settings: OAuth2Settings) -> list[ConfigurationProblem]:
-        """Problems of ``settings`` that this provider class cannot work with (beyond the
-        record's own validation). The provider name is filled in by the caller."""
-        return []
-
-    @abstractmethod
-    def authenticate(self) -> Response | OAuth2Info:
-        """Run the step of the sign-in the current request is at.
-
-        :return: The redirect to the provider (a response to return as it is) when the flow
-            starts; the token when the request is the provider's callback.
-        :raises AuthenticationError: when the flow fails.
-        """
-
-    @abstractmethod
-    def retrieve_profile(self, info: OAuth2Info) -> SocialProfile:
-        """Fetch and normalize the signed-in user's profile.
-
-        :raises ProfileRetrievalError: when it cannot be fetched or read.
-        """
-
-    def __repr__(self) -> str:
-        return f"<{type(self).__name__} {self._name!r}>"
 
 
 class OAuth2Provider(SocialProvider):
@@ -293,49 +215,14 @@ class OAuth2Provider(SocialProvider):
     # -- the flow ----------------------------------------------------------------------------
 
     def authenticate(self) -> Response | OAuth2Info:
-        args = request.args
-        if not args:  # the start of a sign-in without ``next``: nothing to check
-            return self._start()
-        for name in _CALLBACK_PARAMS:
-            values = args.getlist(name)
-            if len(values) > 1:
-                raise InvalidCallbackError(self.name, f"callback has {name!r} more than once")
-            if values and len(values[0]) > MAX_CALLBACK_VALUE:
-                raise InvalidCallbackError(self.name, f"callback's {name!r} is too long")
-        if "error" in args:
-            self._end_with_provider_error(args.get("error", ""))
-        if "code" in args or "state" in args:
-            return self._finish(args.get("state", ""), args.get("code", ""), args.get("iss"))
-        return self._start()
-
-    def _start(self) -> Response:
-        settings = self.settings
-        if settings.authorization_url is None and self.authorization_endpoint() is None:
-            raise AuthenticationError(
-                self.name,
-                "has no authorizationURL, so it cannot start a sign-in on the server; it is"
-                " configured for a client-side framework, which POSTs the code as JSON",
-                status_code=400,
-            )
-        redirect_uri = resolve_redirect_uri(settings.redirect_url)
-        pending = PendingFlow(
-            state=flow.new_state(),
-            provider=self.name,
-            redirect_uri=redirect_uri,
-            verifier=flow.new_verifier(),
-            next_url=safe_next_path(request.args.get("next")),
-            created=state_cookie.now(),
-            nonce=flow.new_nonce() if self.uses_nonce() else None,
-        )
-        url = self.authorization_url(pending)
-        store = current_runtime().state_cookies
-        flows = store.load()
-        flows.append(pending)
-        store.save(flows)
-        response = current_app.response_class(status=302)
-        response.headers["Location"] = url  # the flow's page headers come with the cookie
-        logger.info("%s: sign-in started", self.name)
-        return response
+        if request.method == "HEAD":  # a link preview or prefetch: never a step of the flow
+            return callback.head_response()
+        received = callback.read_callback(self.name)
+        if received is None:
+            return sign_in.start(self)
+        if received.error is not None:
+            sign_in.end_with_provider_error(self, received)
+        return sign_in.finish(self, received)
 
     def authorization_url(self, pending: PendingFlow) -> str:
         """The provider address that starts ``pending``."""
@@ -351,54 +238,26 @@ class OAuth2Provider(SocialProvider):
             nonce=pending.nonce,
         )
 
-    def _end_with_provider_error(self, error: str) -> None:
-        state = request.args.get("state")
-        if state:
-            store = current_runtime().state_cookies
-            flows = store.load()
-            pending = state_cookie.find(flows, state)
-            if pending is not None and pending.provider == self.name:
-                store.save([item for item in flows if item is not pending])
-        code = flow.safe_error_code(error)
-        logger.info("%s: the provider answered error %r", self.name, code)
-        if error == "access_denied":
-            raise AccessDeniedError(self.name, "the user or the provider refused the authorization")
-        raise ProviderRefusedError(self.name, code)
-
-    def _finish(self, state: str, code: str, issuer: str | None) -> OAuth2Info:
-        if not state:
-            raise StateError(self.name, "callback without state")
-        store = current_runtime().state_cookies
-        flows = store.load()
-        pending = state_cookie.find(flows, state)
-        if pending is None:
-            raise StateError(
-                self.name, "state matches no unexpired sign-in started in this browser"
-            )
-        store.save([item for item in flows if item is not pending])
-        if pending.provider != self.name:
-            raise StateError(
-                self.name, f"state was issued for provider {pending.provider!r} (mix-up refused)"
-            )
-        self.check_issuer(issuer)
-        if not code:
-            raise InvalidCallbackError(self.name, "callback without code")
-        info = self.exchange_code(
-            code, redirect_uri=pending.redirect_uri, verifier=pending.verifier
+    def flow_binding(self, redirect_uri: str) -> str:
+        """The digest that binds a flow started with ``redirect_uri`` to these settings: token
+        endpoint, client, redirect_uri, issuer and whether ``openid`` is asked."""
+        return callback.flow_binding(
+            token_url=self.settings.access_token_url,
+            client_id=self.settings.client_id,
+            redirect_uri=redirect_uri,
+            issuer=self.issuer,
+            openid=self.uses_nonce(),
         )
-        info = self.verify_token(info, pending)
-        setattr(g, _G_FINISHED, pending)
-        logger.info("%s: code exchanged for a token", self.name)
-        return info
 
-    def authenticate_client_code(self, code: str) -> OAuth2Info:
+    def authenticate_client_code(self, code: str, verifier: str) -> OAuth2Info:
         """Exchange a code that a client-side framework obtained (no server-side state; the
-        framework checked it in the browser). The token request uses the configured
-        ``redirectURL``."""
-        if not code or len(code) > MAX_CALLBACK_VALUE:
-            raise InvalidCallbackError(self.name, "missing or oversized code")
+        framework checked it in the browser) with the ``verifier`` of the PKCE pair the
+        browser made: the provider checks it against the challenge of the authorization
+        request. The token request uses the configured ``redirectURL``."""
+        if not code or len(code) > callback.MAX_CALLBACK_VALUE or not verifier:
+            raise InvalidCallbackError(self.name, "missing or oversized code or verifier")
         redirect_uri = resolve_redirect_uri(self.settings.redirect_url)
-        info = self.exchange_code(code, redirect_uri=redirect_uri, verifier=None)
+        info = self.exchange_code(code, redirect_uri=redirect_uri, verifier=verifier)
         return self.verify_token(info, None)
 
     def check_issuer(self, issuer: str | None) -> None:
@@ -672,9 +531,3 @@ class OAuth2Provider(SocialProvider):
         if profile is None:
             raise ProfileRetrievalError(self.name, "profile answer has no user id")
         return profile
-
-
-def finished_flow() -> PendingFlow | None:
-    """The flow the current request finished, if any."""
-    found = g.get(_G_FINISHED)
-    return found if isinstance(found, PendingFlow) else None

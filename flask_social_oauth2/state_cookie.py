@@ -12,6 +12,7 @@ provider's single-use code is the second line of defence.
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 import json
 import time
@@ -46,6 +47,9 @@ class PendingFlow:
     next_url: str | None
     created: int
     nonce: str | None = None
+    #: What the flow is bound to: a digest of the settings that started it (see
+    #: :func:`flask_social_oauth2.callback.flow_binding`).
+    binding: str = ""
 
     def __repr__(self) -> str:
         # state, verifier and nonce are secrets of the flow: shown as present or absent only.
@@ -70,17 +74,16 @@ class PendingFlow:
             self.next_url,
             self.created,
             self.nonce,
+            self.binding,
         ]
 
     @classmethod
     def from_list(cls, item: Any) -> PendingFlow | None:
         """Read an entry, or ``None`` if it is not of the expected shape."""
-        if not isinstance(item, list) or len(item) != 7:
+        if not isinstance(item, list) or len(item) != 8:
             return None
-        state, provider, redirect_uri, verifier, next_url, created, nonce = item
-        if not (
-            isinstance(state, str) and isinstance(provider, str) and isinstance(redirect_uri, str)
-        ):
+        state, provider, redirect_uri, verifier, next_url, created, nonce, binding = item
+        if not all(isinstance(value, str) for value in (state, provider, redirect_uri, binding)):
             return None
         if not isinstance(created, int) or isinstance(created, bool):
             return None
@@ -88,7 +91,7 @@ class PendingFlow:
             value is None or isinstance(value, str) for value in (verifier, next_url, nonce)
         ):
             return None
-        return cls(state, provider, redirect_uri, verifier, next_url, created, nonce)
+        return cls(state, provider, redirect_uri, verifier, next_url, created, nonce, binding)
 
 
 class _StateSigner(TimestampSigner):
@@ -146,6 +149,13 @@ class StateSerializer(TimedSerializer[str]):
         if salt is None or want_bytes(salt) == self.salt:
             return iter(self._unsigners)
         return super().iter_unsigners(salt)
+
+
+def app_scope(*parts: str) -> str:
+    """A short digest of what tells an app apart from others on the same host (its import name
+    and route), for the default cookie name and the signing salt."""
+    digest = hashlib.sha256("\0".join(parts).encode("utf-8")).hexdigest()
+    return digest[:8]
 
 
 def make_serializer(
@@ -224,20 +234,30 @@ class StateCookieStore:
     path and lifetime, and the signer of the app's current ``SECRET_KEY``). A request's flows
     live in :data:`flask.g` and are written to its response.
 
-    :param name: The cookie's name.
-    :param path: The cookie's path.
+    On https the cookie is named ``__Host-<name>`` with ``Path=/`` and ``Secure``, as that prefix
+    requires (RFC 6265bis 4.1.3.2): a sibling subdomain cannot plant one, and a cookie without
+    the prefix is not read there. ``path`` narrows the cookie on plain http only.
+
+    :param name: The cookie's name (without the ``__Host-`` prefix).
+    :param path: The cookie's path on plain http.
     :param ttl: Seconds a started flow stays valid.
-    :param salt: The signing salt.
+    :param scope: Mixed into the signing salt, so that another app on the same host with the same
+        ``SECRET_KEY`` (another scope) cannot read or plant this app's flows.
     """
 
-    __slots__ = ("_serializer", "name", "path", "salt", "ttl")
+    __slots__ = ("_secure_name", "_serializer", "name", "path", "salt", "ttl")
 
-    def __init__(self, *, name: str, path: str = "/", ttl: int = 600, salt: str = _SALT) -> None:
+    def __init__(self, *, name: str, path: str = "/", ttl: int = 600, scope: str = "") -> None:
         self.name = name
+        self._secure_name = f"__Host-{name}"
         self.path = path
         self.ttl = ttl
-        self.salt = salt
+        self.salt = f"{_SALT}/{scope}/{name}" if scope else _SALT
         self._serializer: tuple[Any, StateSerializer] | None = None
+
+    def cookie_name(self, secure: bool) -> str:
+        """The cookie's name on https (``secure``) or plain http."""
+        return self._secure_name if secure else self.name
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name!r}>"
@@ -265,7 +285,7 @@ class StateCookieStore:
         """The current browser's pending flows, read once per request (kept in :data:`flask.g`)."""
         flows: list[PendingFlow] | None = g.get(_G_FLOWS)
         if flows is None:
-            value = request.cookies.get(self.name)
+            value = request.cookies.get(self.cookie_name(request.is_secure))
             if value:
                 serializer = self.serializer(current_app)
                 flows = decode(serializer, value, self.ttl, now())
@@ -285,16 +305,15 @@ class StateCookieStore:
     def _write_cookie(self, response: Any) -> Any:
         value = encode(self.serializer(current_app), g.get(_G_FLOWS) or [])
         secure = request.is_secure
+        name, path = (self._secure_name, "/") if secure else (self.name, self.path)
         if value is None:
-            response.delete_cookie(
-                self.name, path=self.path, secure=secure, httponly=True, samesite="Lax"
-            )
+            response.delete_cookie(name, path=path, secure=secure, httponly=True, samesite="Lax")
         else:
             response.set_cookie(
-                self.name,
+                name,
                 value,
                 max_age=self.ttl,
-                path=self.path,
+                path=path,
                 secure=secure,
                 httponly=True,
                 samesite="Lax",

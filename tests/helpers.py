@@ -395,3 +395,29 @@ def example_yaml_value(variable: str, default: str) -> str:
     """:func:`example_value` as a YAML scalar (a key's line breaks double-quoted)."""
     value = example_value(variable, default)
     return json.dumps(value) if "\n" in value else value
+
+
+def state_cookie_name(app: Flask, *, secure: bool = False) -> str:
+    """The app's state cookie name: scoped to the app, ``__Host-`` prefixed on https."""
+    name: str = app.extensions["social_oauth2"].runtime.state_cookies.cookie_name(secure)
+    return name
+
+
+def browser_code(server: LocalIdentityProvider, verifier: str, **params: str) -> str:
+    """What a client-side framework does in the browser: send the authorization request with
+    the S256 challenge of ``verifier`` to ``server`` (auto-approving); the code it returns."""
+    from flask_social_oauth2.flow import code_challenge
+
+    query = {
+        "response_type": "code",
+        "client_id": CLIENT_ID,
+        "redirect_uri": LOCAL_REDIRECT,
+        "scope": "openid profile email",
+        "state": "checked-by-the-browser-app",
+        "code_challenge": code_challenge(verifier),
+        "code_challenge_method": "S256",
+        **params,
+    }
+    answer = requests.get(server.authorization_url, params=query, allow_redirects=False, timeout=10)
+    assert answer.status_code in (302, 303), answer.text
+    return query_of(answer.headers["Location"])["code"]

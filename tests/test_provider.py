@@ -24,6 +24,9 @@ from flask_social_oauth2 import OAuth2Info, SocialOAuth2, SocialProfile, SocialP
 from flask_social_oauth2.errors import AuthenticationError
 from flask_social_oauth2.local_idp import LocalIdentityProvider
 
+#: A well-formed PKCE verifier (RFC 7636 4.1), as a browser app would post it.
+VERIFIER = "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk"
+
 
 def custom_view_app(make_app: MakeApp, idp: LocalIdentityProvider) -> Flask:
     """An app whose own view runs the flow with settings changed for one use."""
@@ -70,9 +73,11 @@ def test_with_settings_applies_to_both_halves(make_app: MakeApp) -> None:
             assert dict(social.provider("local").settings.access_token_params) == {}
 
 
-def test_recorded_redirect_uri_is_reused_even_if_settings_change(
+def test_a_variant_with_another_redirect_url_cannot_finish_the_flow(
     make_app: MakeApp, idp: LocalIdentityProvider
 ) -> None:
+    """The resolved redirect_uri is bound to the flow (SECURITY.md 25): a view that derives
+    another ``redirectURL`` for the callback is refused before the token request."""
     app = make_app({"local": idp_block(idp)})
     social: SocialOAuth2 = app.extensions["social_oauth2"].extension
 
@@ -81,16 +86,13 @@ def test_recorded_redirect_uri_is_reused_even_if_settings_change(
         derived = social.provider("local").with_settings(
             lambda s: s.replace(redirect_url="/elsewhere")
         )
-        result = derived.authenticate()
-        assert isinstance(result, OAuth2Info)
-        return "ok"
+        return derived.authenticate()
 
     client = app.test_client()
     callback = follow_to_provider(client.get("/authenticate/local").headers["Location"])
     response = client.get("/custom-callback?" + callback.split("?", 1)[1])
-    assert response.text == "ok"
-    (token,) = idp.token_requests
-    assert token.form["redirect_uri"] == "http://localhost/authenticate/local"
+    assert response.status_code == 400
+    assert idp.token_requests == []
 
 
 def test_default_success_keeps_the_profile_in_the_session(idp_app: Flask) -> None:
@@ -181,14 +183,16 @@ def test_client_side_code_is_posted_as_json(make_app: MakeApp, fault_server: Fau
     fault_server.set("/userinfo", Behaviour.json({"sub": "42", "name": "Spa User"}))
     app = client_side_app(make_app, fault_server)
     client = app.test_client()
-    response = client.post("/authenticate/spa", json={"code": "from-the-browser"})
+    response = client.post(
+        "/authenticate/spa", json={"code": "from-the-browser", "code_verifier": VERIFIER}
+    )
     assert response.status_code == 200
     assert response.json == {"signed_in": True, "provider": "spa", "next": "/"}
     token = next(r for r in fault_server.requests if r.path == "/token")
     form = token.form()
     assert form["code"] == ["from-the-browser"]
     assert form["redirect_uri"] == ["http://localhost/authenticate/spa"]
-    assert "code_verifier" not in form
+    assert form["code_verifier"] == [VERIFIER]
     with client.session_transaction() as session:
         assert session["social_profile"]["provider_key"] == "42"
 

@@ -9,6 +9,7 @@ every request it receives.
 from __future__ import annotations
 
 import base64
+import dataclasses
 import hmac
 import time
 import tracemalloc
@@ -30,6 +31,7 @@ from helpers import (
     query_of,
     sign_in,
     start_flow,
+    state_cookie_name,
 )
 from werkzeug.middleware.proxy_fix import ProxyFix
 
@@ -42,8 +44,6 @@ from flask_social_oauth2 import (
 )
 from flask_social_oauth2.errors import AuthenticationError, ConfigurationError
 from flask_social_oauth2.local_idp import LocalIdentityProvider, LocalUser
-
-COOKIE = "social_oauth2_state"
 
 
 def extension(app: Flask) -> SocialOAuth2:
@@ -59,7 +59,7 @@ def begin(client: Any, provider: str = "local", **query: str) -> str:
 
 
 def state_cookie_value(client: Any) -> str | None:
-    cookie = client.get_cookie(COOKIE)
+    cookie = client.get_cookie(state_cookie_name(client.application))
     return None if cookie is None else str(cookie.value)
 
 
@@ -226,21 +226,16 @@ def test_s08_the_server_rejects_a_swapped_verifier(
     flows = state_cookie.decode(serializer, state_cookie_value(client), 600, state_cookie.now())
     one, two = flows
     swapped = [
-        state_cookie.PendingFlow(**{**_fields(one), "verifier": two.verifier}),
-        state_cookie.PendingFlow(**{**_fields(two), "verifier": one.verifier}),
+        dataclasses.replace(one, verifier=two.verifier),
+        dataclasses.replace(two, verifier=one.verifier),
     ]
     value = state_cookie.encode(serializer, swapped)
     assert value is not None
-    client.set_cookie(COOKIE, value)
+    client.set_cookie(state_cookie_name(idp_app), value)
     response = client.get(callback_path(first))
     assert response.status_code == 502
     (token_request,) = idp.token_requests
     assert token_request.status_code == 400
-
-
-def _fields(flow: state_cookie.PendingFlow) -> dict[str, Any]:
-    names = ("state", "provider", "redirect_uri", "verifier", "next_url", "created", "nonce")
-    return {name: getattr(flow, name) for name in names}
 
 
 def test_s09_token_request_repeats_the_exact_redirect_uri(
@@ -630,7 +625,7 @@ def test_s23_state_cookie_attributes(idp_app: Flask, scheme: str) -> None:
     client = idp_app.test_client()
     response = client.get("/authenticate/local", base_url=f"{scheme}://localhost")
     header = response.headers["Set-Cookie"]
-    assert header.startswith(f"{COOKIE}=")
+    assert header.startswith(f"{state_cookie_name(idp_app, secure=scheme == 'https')}=")
     assert "HttpOnly" in header
     assert "SameSite=Lax" in header
     assert ("Secure" in header) == (scheme == "https")

@@ -9,7 +9,8 @@ from typing import Any, ClassVar, Final
 
 from flask import Response, g, request
 
-from .. import discovery, flow
+from .. import discovery, flow, sign_in
+from ..callback import Callback
 from ..errors import (
     AccessDeniedError,
     ConfigurationProblem,
@@ -195,7 +196,9 @@ class AppleProvider(BuiltinProvider):
             return form_post.hop_page(received)
         if received.error is not None:
             self._end_with_posted_error(received)
-        info = self._finish(received.state, received.code, received.iss)
+        info = sign_in.finish(
+            self, Callback(state=received.state, code=received.code, error=None, iss=received.iss)
+        )
         name = first_sign_in_name(received.user)
         id_token = info.params.get("id_token")
         if name and isinstance(id_token, str):
@@ -204,6 +207,7 @@ class AppleProvider(BuiltinProvider):
         return info
 
     def _end_with_posted_error(self, received: form_post.FormPost) -> None:
+        self.check_issuer(received.iss)  # RFC 9207: a forged error is a mix-up too
         if received.state:
             store = current_runtime().state_cookies
             flows = store.load()

@@ -16,8 +16,8 @@ from typing import Final
 from flask import Response, current_app, request
 from markupsafe import escape
 
+from ..callback import MAX_CALLBACK_VALUE
 from ..errors import InvalidCallbackError
-from ..provider import MAX_CALLBACK_VALUE
 from ..state_cookie import FLOW_PAGE_HEADERS
 
 #: The form field that marks the second, same-site POST.

@@ -1,0 +1,150 @@
+"""The server-side steps of a sign-in, for any provider: start it (state, PKCE, nonce, the
+redirect) and finish it (state, the settings it is bound to, ``iss``, then the token request).
+
+The provider hands itself in; this module knows it only by the :class:`FlowProvider` protocol,
+so it never imports :mod:`flask_social_oauth2.provider`.
+"""
+
+from __future__ import annotations
+
+import hmac
+import logging
+from typing import Protocol
+
+from flask import Response, current_app, request
+
+from . import callback, flow, state_cookie
+from .callback import Callback
+from .errors import (
+    AccessDeniedError,
+    AuthenticationError,
+    InvalidCallbackError,
+    ProviderRefusedError,
+    StateError,
+)
+from .redirects import resolve_redirect_uri, safe_next_path
+from .runtime import current_runtime
+from .settings import OAuth2Info, OAuth2Settings
+from .state_cookie import PendingFlow
+
+logger = logging.getLogger("flask_social_oauth2")
+
+
+class FlowProvider(Protocol):
+    """What the steps need of a provider (:class:`~flask_social_oauth2.OAuth2Provider` is one)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def settings(self) -> OAuth2Settings: ...
+
+    def uses_nonce(self) -> bool: ...
+
+    def authorization_endpoint(self) -> str | None: ...
+
+    def authorization_url(self, pending: PendingFlow) -> str: ...
+
+    def flow_binding(self, redirect_uri: str) -> str: ...
+
+    def check_issuer(self, issuer: str | None) -> None: ...
+
+    def exchange_code(
+        self, code: str, *, redirect_uri: str, verifier: str | None
+    ) -> OAuth2Info: ...
+
+    def verify_token(self, info: OAuth2Info, pending: PendingFlow | None) -> OAuth2Info: ...
+
+
+def start(provider: FlowProvider) -> Response:
+    """Record a new flow in the browser's state cookie and redirect to the provider."""
+    settings = provider.settings
+    if settings.authorization_url is None and provider.authorization_endpoint() is None:
+        raise AuthenticationError(
+            provider.name,
+            "has no authorizationURL, so it cannot start a sign-in on the server; it is"
+            " configured for a client-side framework, which POSTs the code as JSON",
+            status_code=400,
+        )
+    redirect_uri = resolve_redirect_uri(settings.redirect_url)
+    pending = PendingFlow(
+        state=flow.new_state(),
+        provider=provider.name,
+        redirect_uri=redirect_uri,
+        verifier=flow.new_verifier(),
+        next_url=safe_next_path(request.args.get("next")),
+        created=state_cookie.now(),
+        nonce=flow.new_nonce() if provider.uses_nonce() else None,
+        binding=provider.flow_binding(redirect_uri),
+    )
+    url = provider.authorization_url(pending)
+    store = current_runtime().state_cookies
+    flows = store.load()
+    flows.append(pending)
+    store.save(flows)
+    response = current_app.response_class(status=302)
+    response.headers["Location"] = url  # the flow's page headers come with the cookie
+    logger.info("%s: sign-in started", provider.name)
+    return response
+
+
+def end_with_provider_error(provider: FlowProvider, received: Callback) -> None:
+    """Turn an ``error=`` callback into its exception, once its ``iss`` is checked (a forged
+    error is a mix-up too, RFC 9207); the flow it names is forgotten.
+
+    :raises AccessDeniedError: for ``access_denied``.
+    :raises ProviderRefusedError: for any other error code.
+    :raises StateError: when ``iss`` is not the provider's issuer.
+    """
+    provider.check_issuer(received.iss)
+    if received.state:
+        store = current_runtime().state_cookies
+        flows = store.load()
+        pending = state_cookie.find(flows, received.state)
+        if pending is not None and pending.provider == provider.name:
+            store.save([item for item in flows if item is not pending])
+    error = received.error or ""
+    code = flow.safe_error_code(error)
+    logger.info("%s: the provider answered error %r", provider.name, code)
+    if error == "access_denied":
+        raise AccessDeniedError(provider.name, "the user or the provider refused the authorization")
+    raise ProviderRefusedError(provider.name, code)
+
+
+def finish(provider: FlowProvider, received: Callback) -> OAuth2Info:
+    """Finish the flow the callback's state names: every check comes before the token
+    request, and the flow is used up whatever the outcome.
+
+    :raises StateError: for an unknown state, a flow of another provider or of other
+        settings, or a wrong ``iss``.
+    """
+    name = provider.name
+    if not received.state:
+        raise StateError(name, "callback without state")
+    store = current_runtime().state_cookies
+    flows = store.load()
+    pending = state_cookie.find(flows, received.state)
+    if pending is None:
+        raise StateError(name, "state matches no unexpired sign-in started in this browser")
+    store.save([item for item in flows if item is not pending])
+    if pending.provider != name:
+        raise StateError(
+            name, f"state was issued for provider {pending.provider!r} (mix-up refused)"
+        )
+    binding = provider.flow_binding(resolve_redirect_uri(provider.settings.redirect_url))
+    if not hmac.compare_digest(pending.binding, binding):
+        raise StateError(
+            name,
+            "the sign-in was started under other settings (token endpoint, client, redirect"
+            " URI, issuer or openid scope)",
+        )
+    provider.check_issuer(received.iss)
+    if not received.code:
+        raise InvalidCallbackError(name, "callback without code")
+    info = provider.exchange_code(
+        received.code, redirect_uri=pending.redirect_uri, verifier=pending.verifier
+    )
+    info = provider.verify_token(info, pending)
+    callback.remember_finished(pending)
+    logger.info("%s: code exchanged for a token", name)
+    return info

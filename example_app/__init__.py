@@ -52,12 +52,18 @@ __all__ = ["PROVIDERS_FILE", "create_app", "select_blocks"]
 
 #: The example's provider blocks.
 PROVIDERS_FILE: Final = Path(__file__).with_name("providers.yaml")
+#: The provider the client-side page signs in with (configured without authorizationURL).
+CLIENT_SIDE_PROVIDER: Final = "local-spa"
 #: Where the extension's default success handler keeps the profile.
 PROFILE_KEY: Final = "social_profile"
 _CSRF_KEY: Final = "csrf_token"
 _VARIABLE: Final = re.compile(r"\$\{([^}]*)\}")
 _LABELS: Final[Mapping[str, tuple[str, str]]] = {
     "local": ("Local identity provider", "Runs on this machine; no account needed"),
+    "local-spa": (
+        "Local identity provider, from the browser",
+        "A single-page app's flow: PKCE made with WebCrypto, the code POSTed as JSON",
+    ),
     "apple": ("Apple", "Your Apple Account (or the local Apple-like server)"),
     "github": ("GitHub", "Your GitHub account"),
     "google": ("Google", "Your Google account"),
@@ -98,6 +104,7 @@ class ProviderChoice:
     label: str
     note: str
     missing: tuple[str, ...] = ()
+    client_side: bool = False
 
     @property
     def initial(self) -> str:
@@ -172,6 +179,11 @@ def create_app(
         SESSION_COOKIE_SAMESITE="Lax",
         SOCIAL_OAUTH2_PROVIDERS=enabled,
         EXAMPLE_DISABLED_PROVIDERS=missing,
+        # Where the client-side page sends the browser: a single-page app knows its provider's
+        # authorization endpoint itself (the block has no authorizationURL).
+        EXAMPLE_BROWSER_AUTHORIZATION_URL=(
+            f"{variables['LOCAL_IDP_URL']}/authorize" if "LOCAL_IDP_URL" in variables else None
+        ),
     )
     app.config.update(config or {})
     social = SocialOAuth2(app)
@@ -225,7 +237,10 @@ def index() -> ResponseReturnValue:
     if isinstance(session.get(PROFILE_KEY), dict):
         return redirect(url_for(".profile"))
     social: SocialOAuth2 = current_app.extensions["social_oauth2"].extension
-    enabled = [ProviderChoice(name, *_label(name)) for name in social.providers]
+    enabled = [
+        ProviderChoice(name, *_label(name), client_side=provider.settings.authorization_url is None)
+        for name, provider in social.providers.items()
+    ]
     disabled = [
         ProviderChoice(name, *_label(name), missing=variables)
         for name, variables in current_app.config["EXAMPLE_DISABLED_PROVIDERS"].items()
@@ -233,6 +248,33 @@ def index() -> ResponseReturnValue:
     return _render(
         "signin.html", enabled=enabled, disabled=disabled, notices=get_flashed_messages()
     )
+
+
+@bp.get("/client-side")
+def client_side() -> ResponseReturnValue:
+    """A single-page app's sign-in, run by the page's script: it makes the PKCE pair with
+    WebCrypto, sends the browser to the provider, checks the state when the provider sends it
+    back here, and POSTs the code with the verifier to ``/authenticate/local-spa``."""
+    social: SocialOAuth2 = current_app.extensions["social_oauth2"].extension
+    authorization_url = current_app.config["EXAMPLE_BROWSER_AUTHORIZATION_URL"]
+    if CLIENT_SIDE_PROVIDER not in social.providers or not authorization_url:
+        return redirect(url_for(".index"))
+    settings = social.provider(CLIENT_SIDE_PROVIDER).settings
+    client = {
+        "authorizationURL": authorization_url,
+        "clientID": settings.client_id,
+        "scope": settings.scope or "",
+        "redirectURI": url_for(".client_side", _external=True),
+        "postURL": url_for("social_oauth2.authenticate", provider=CLIENT_SIDE_PROVIDER),
+    }
+    response = _render("client_side.html", client=client)
+    nonce = g.get("csp_nonce", "")
+    response.headers["Content-Security-Policy"] = (
+        f"default-src 'none'; script-src 'nonce-{nonce}'; style-src 'nonce-{nonce}';"
+        " connect-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none';"
+        " base-uri 'none'"
+    )
+    return response
 
 
 @bp.get("/favicon.ico")

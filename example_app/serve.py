@@ -104,7 +104,11 @@ def run_example(
         idp.register_client(
             CLIENT_ID,
             secret,
-            [f"http://{host}:{port}/authenticate/local" for host in (HOST, "localhost")],
+            [
+                f"http://{host}:{port}{path}"
+                for host in (HOST, "localhost")
+                for path in ("/authenticate/local", "/client-side")
+            ],
         )
         variables = {**(environ or {}), "LOCAL_IDP_URL": idp.url, "LOCAL_IDP_CLIENT_SECRET": secret}
         local_apple = None

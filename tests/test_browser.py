@@ -7,7 +7,10 @@ Each test saves a screenshot of every page under its tmp dir.
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import os
+import re
 import shutil
 import sys
 from collections.abc import Iterator
@@ -170,4 +173,47 @@ def test_deny_shows_the_error_page(page: Page, example: RunningExample) -> None:
     browser_page.click("#back")
     browser_page.wait_for_url(example.url)
     assert browser_page.text_content("h1") == "Sign in"
+    only_loopback(page, example)
+
+
+def test_client_side_sign_in_with_pkce_made_in_the_browser(
+    page: Page, example: RunningExample
+) -> None:
+    """A provider without authorizationURL: the page's script makes the PKCE pair with
+    WebCrypto, runs the redirect to the provider and its state check, and POSTs the code with
+    the verifier; the provider checks the pair when the server redeems the code."""
+    browser_page = page.page
+    posted: list[Any] = []
+    browser_page.on(
+        "request",
+        lambda request: posted.append(request.post_data_json) if request.method == "POST" else None,
+    )
+    browser_page.goto(example.url)
+    browser_page.click("#provider-local-spa")
+    browser_page.wait_for_url(f"{example.url}client-side")
+    page.shot("6-client-side")
+    browser_page.click("#start")
+    browser_page.wait_for_selector("#name")
+    assert browser_page.url.startswith(example.idp.url)
+    (authorization,) = example.idp.authorization_requests
+    assert authorization["code_challenge_method"] == "S256"
+    assert "authorize" in browser_page.url
+    browser_page.fill("#name", "Grace Hopper")
+    browser_page.fill("#email", "grace@example.test")
+    browser_page.click("#approve")
+
+    browser_page.wait_for_url(f"{example.url}profile")
+    assert browser_page.text_content("#name") == "Grace Hopper"
+    assert "local-spa" in (browser_page.text_content("#profile") or "")
+    page.shot("7-client-side-signed-in")
+    posts = [body for body in posted if isinstance(body, dict) and "code_verifier" in body]
+    assert len(posts) == 1
+    verifier = posts[0]["code_verifier"]
+    assert re.fullmatch(r"[A-Za-z0-9_-]{43}", verifier)
+    (token_request,) = example.idp.token_requests
+    assert token_request.status_code == 200
+    assert token_request.form["code_verifier"] == verifier
+    assert token_request.form["redirect_uri"] == f"{example.url}client-side"
+    challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest())
+    assert authorization["code_challenge"] == challenge.rstrip(b"=").decode()
     only_loopback(page, example)

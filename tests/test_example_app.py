@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+import json
 import logging
 import os
 import re
@@ -75,11 +76,12 @@ def csrf_token(client: FlaskClient) -> str:
 
 def test_blocks_turn_on_only_when_their_variables_are_set() -> None:
     blocks = load_yaml_blocks(PROVIDERS_FILE)
-    assert list(blocks) == ["local", "apple", "github", "google"]
+    assert list(blocks) == ["local", "local-spa", "apple", "github", "google"]
     enabled, missing = select_blocks(blocks, {})
     assert enabled == {}
     assert missing == {
         "local": ("LOCAL_IDP_CLIENT_SECRET", "LOCAL_IDP_URL"),
+        "local-spa": ("LOCAL_IDP_CLIENT_SECRET", "LOCAL_IDP_URL"),
         "apple": (
             "APPLE_KEY_ID",
             "APPLE_PRIVATE_KEY",
@@ -93,7 +95,7 @@ def test_blocks_turn_on_only_when_their_variables_are_set() -> None:
     enabled, missing = select_blocks(blocks, GITHUB)
     assert list(enabled) == ["github"]
     assert enabled["github"]["clientSecret"] == "gh-secret-value"
-    assert list(missing) == ["local", "apple", "google"]
+    assert list(missing) == ["local", "local-spa", "apple", "google"]
 
 
 def test_a_bad_variable_reference_is_a_configuration_error() -> None:
@@ -101,8 +103,11 @@ def test_a_bad_variable_reference_is_a_configuration_error() -> None:
         select_blocks({"x": {"clientID": "${1X}"}}, {"1X": "v"})
 
 
-def test_the_local_block_uses_the_client_the_runner_registers() -> None:
-    assert load_yaml_blocks(PROVIDERS_FILE)["local"]["clientID"] == CLIENT_ID
+def test_the_local_blocks_use_the_client_the_runner_registers() -> None:
+    blocks = load_yaml_blocks(PROVIDERS_FILE)
+    assert blocks["local"]["clientID"] == CLIENT_ID
+    assert blocks["local-spa"]["clientID"] == CLIENT_ID
+    assert "authorizationURL" not in blocks["local-spa"]  # the browser runs that step
 
 
 def test_github_and_google_blocks_are_valid_when_their_variables_are_set() -> None:
@@ -136,6 +141,40 @@ def test_without_any_provider_the_page_says_how_to_start_the_example() -> None:
     page = create_app().test_client().get("/").get_data(as_text=True)
     assert "No provider is configured" in page
     assert "python -m example_app" in page
+
+
+def test_the_client_side_page_gets_what_its_script_needs(
+    local: tuple[Flask, LocalIdentityProvider],
+) -> None:
+    app, idp = local
+    client = app.test_client()
+    index = client.get("/").get_data(as_text=True)
+    assert 'href="/client-side"' in index
+    response = client.get("/client-side")
+    assert response.status_code == 200
+    page = response.get_data(as_text=True)
+    match = re.search(r'<script type="application/json" id="client-config">(.*?)</script>', page)
+    assert match is not None
+    assert json.loads(match.group(1)) == {
+        "authorizationURL": f"{idp.url}/authorize",
+        "clientID": CLIENT_ID,
+        "scope": "openid profile email",
+        "redirectURI": "http://localhost/client-side",
+        "postURL": "/authenticate/local-spa",
+    }
+    nonce = re.search(r'<script nonce="([^"]+)">', page)
+    assert nonce is not None
+    policy = response.headers["Content-Security-Policy"]
+    assert f"script-src 'nonce-{nonce.group(1)}'" in policy
+    assert "connect-src 'self'" in policy
+    assert "clientSecret" not in page
+    assert "crypto.subtle.digest" in page
+
+
+def test_the_client_side_page_needs_its_provider() -> None:
+    response = create_app(GITHUB).test_client().get("/client-side")
+    assert response.status_code == 302
+    assert response.headers["Location"] == "/"
 
 
 def test_sign_in_profile_and_sign_out(local: tuple[Flask, LocalIdentityProvider]) -> None:
@@ -196,7 +235,7 @@ def test_flask_social_commands_on_the_example() -> None:
         runner = running.app.test_cli_runner()
         check = runner.invoke(social_cli, ["check"])
         assert check.exit_code == 0, check.output
-        assert check.stdout == "ok: 1 provider (local)\n"
+        assert check.stdout == "ok: 2 providers (local, local-spa)\n"
         listing = runner.invoke(social_cli, ["providers"]).stdout
         assert f"  redirect URL:   {running.url}authenticate/local\n" in listing
         assert f"  profile:        {running.idp.userinfo_url}\n" in listing

@@ -22,7 +22,7 @@ from flask import (
 from flask.typing import ResponseReturnValue
 from markupsafe import escape
 
-from . import signals
+from . import sign_in, signals
 from .app_state import EXTENSION_KEY, AppState, get_app_state
 from .callback import finished_flow, read_posted_code
 from .checks import REPORTED_BY_CHECK, redirect_url_problems, untrusted_host_warning
@@ -445,7 +445,7 @@ def _exchange_posted_code(provider: SocialProvider) -> OAuth2Info:
             status_code=405,
         )
     code, verifier = read_posted_code(provider.name)
-    return provider.authenticate_client_code(code, verifier)
+    return sign_in.finish_posted_code(provider, code, verifier)
 
 
 def _check_redirect_urls_once() -> None:

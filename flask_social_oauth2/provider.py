@@ -21,14 +21,12 @@ from .errors import (
     AuthenticationError,
     ConfigurationProblem,
     DiscoveryError,
-    InvalidCallbackError,
     ProfileRetrievalError,
     StateError,
     UnexpectedResponseError,
 )
 from .http_client import ProviderResponse, get_client
 from .profile_fields import OPENID_FIELDS, ProfileFields
-from .redirects import resolve_redirect_uri
 from .runtime import current_runtime
 from .settings import OAuth2Info, OAuth2Settings, SocialProfile
 from .social_provider import SocialProvider
@@ -238,28 +236,6 @@ class OAuth2Provider(SocialProvider):
             nonce=pending.nonce,
         )
 
-    def flow_binding(self, redirect_uri: str) -> str:
-        """The digest that binds a flow started with ``redirect_uri`` to these settings: token
-        endpoint, client, redirect_uri, issuer and whether ``openid`` is asked."""
-        return callback.flow_binding(
-            token_url=self.settings.access_token_url,
-            client_id=self.settings.client_id,
-            redirect_uri=redirect_uri,
-            issuer=self.issuer,
-            openid=self.uses_nonce(),
-        )
-
-    def authenticate_client_code(self, code: str, verifier: str) -> OAuth2Info:
-        """Exchange a code that a client-side framework obtained (no server-side state; the
-        framework checked it in the browser) with the ``verifier`` of the PKCE pair the
-        browser made: the provider checks it against the challenge of the authorization
-        request. The token request uses the configured ``redirectURL``."""
-        if not code or len(code) > callback.MAX_CALLBACK_VALUE or not verifier:
-            raise InvalidCallbackError(self.name, "missing or oversized code or verifier")
-        redirect_uri = resolve_redirect_uri(self.settings.redirect_url)
-        info = self.exchange_code(code, redirect_uri=redirect_uri, verifier=verifier)
-        return self.verify_token(info, None)
-
     def check_issuer(self, issuer: str | None) -> None:
         """RFC 9207: where the provider names itself in the callback (``iss``), it must be the
         expected issuer (:attr:`issuer`); where its discovery document announces
@@ -267,17 +243,11 @@ class OAuth2Provider(SocialProvider):
         expected = self.issuer
         if expected is None:
             return
-        if issuer is not None:
-            if issuer != expected:
-                raise StateError(
-                    self.name, "callback's iss is not the expected issuer (mix-up refused)"
-                )
-            return
-        metadata = self.openid_metadata()
+        if issuer is not None and issuer != expected:
+            raise StateError(self.name, "callback's iss is another issuer (mix-up refused)")
+        metadata = self.openid_metadata() if issuer is None else None
         if metadata is not None and metadata.iss_parameter_supported:
-            raise StateError(
-                self.name, "callback has no iss, which the provider announces (RFC 9207)"
-            )
+            raise StateError(self.name, "callback lacks the iss its provider announces")
 
     def verify_token(self, info: OAuth2Info, pending: PendingFlow | None) -> OAuth2Info:
         """Check the token response against the flow it ends.

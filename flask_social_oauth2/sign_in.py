@@ -39,13 +39,14 @@ class FlowProvider(Protocol):
     @property
     def settings(self) -> OAuth2Settings: ...
 
+    @property
+    def issuer(self) -> str | None: ...
+
     def uses_nonce(self) -> bool: ...
 
     def authorization_endpoint(self) -> str | None: ...
 
     def authorization_url(self, pending: PendingFlow) -> str: ...
-
-    def flow_binding(self, redirect_uri: str) -> str: ...
 
     def check_issuer(self, issuer: str | None) -> None: ...
 
@@ -54,6 +55,18 @@ class FlowProvider(Protocol):
     ) -> OAuth2Info: ...
 
     def verify_token(self, info: OAuth2Info, pending: PendingFlow | None) -> OAuth2Info: ...
+
+
+def flow_binding(provider: FlowProvider, redirect_uri: str) -> str:
+    """The digest that binds a flow started with ``redirect_uri`` to the provider's settings:
+    token endpoint, client, redirect_uri, issuer and whether ``openid`` is asked."""
+    return callback.flow_binding(
+        token_url=provider.settings.access_token_url,
+        client_id=provider.settings.client_id,
+        redirect_uri=redirect_uri,
+        issuer=provider.issuer,
+        openid=provider.uses_nonce(),
+    )
 
 
 def start(provider: FlowProvider) -> Response:
@@ -75,7 +88,7 @@ def start(provider: FlowProvider) -> Response:
         next_url=safe_next_path(request.args.get("next")),
         created=state_cookie.now(),
         nonce=flow.new_nonce() if provider.uses_nonce() else None,
-        binding=provider.flow_binding(redirect_uri),
+        binding=flow_binding(provider, redirect_uri),
     )
     url = provider.authorization_url(pending)
     store = current_runtime().state_cookies
@@ -131,7 +144,7 @@ def finish(provider: FlowProvider, received: Callback) -> OAuth2Info:
         raise StateError(
             name, f"state was issued for provider {pending.provider!r} (mix-up refused)"
         )
-    binding = provider.flow_binding(resolve_redirect_uri(provider.settings.redirect_url))
+    binding = flow_binding(provider, resolve_redirect_uri(provider.settings.redirect_url))
     if not hmac.compare_digest(pending.binding, binding):
         raise StateError(
             name,
@@ -148,3 +161,15 @@ def finish(provider: FlowProvider, received: Callback) -> OAuth2Info:
     callback.remember_finished(pending)
     logger.info("%s: code exchanged for a token", name)
     return info
+
+
+def finish_posted_code(provider: FlowProvider, code: str, verifier: str) -> OAuth2Info:
+    """Redeem a code that a client-side framework obtained and POSTed (no server-side state;
+    the framework checked it in the browser) with the ``verifier`` of the PKCE pair the browser
+    made: the provider checks it against the challenge of the authorization request. The token
+    request uses the configured ``redirectURL``."""
+    if not code or len(code) > callback.MAX_CALLBACK_VALUE or not verifier:
+        raise InvalidCallbackError(provider.name, "missing or oversized code or verifier")
+    redirect_uri = resolve_redirect_uri(provider.settings.redirect_url)
+    info = provider.exchange_code(code, redirect_uri=redirect_uri, verifier=verifier)
+    return provider.verify_token(info, None)

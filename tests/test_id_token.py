@@ -357,11 +357,12 @@ def test_posted_code_is_verified_without_a_nonce(
     app = fake_app(make_app, fault_server)
     outcome = watch(app)
     client = app.test_client()
+    posted = {"code": "c", "code_verifier": "v" * 43}
     fake.serve_token(signed(rsa_key, "RS256", fake.claims(nonce="chosen-by-the-browser")))
-    assert client.post("/authenticate/fake", json={"code": "c"}).status_code == 302
+    assert client.post("/authenticate/fake", json=posted).status_code == 302
     assert outcome.profiles[0].provider_key == "user-1"
     fake.serve_token(signed(rsa_key, "RS256", fake.claims(aud="another-client")))
-    assert client.post("/authenticate/fake", json={"code": "c"}).status_code == 502
+    assert client.post("/authenticate/fake", json=posted).status_code == 502
     assert isinstance(outcome.error, IdTokenError)
 
 

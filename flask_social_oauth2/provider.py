@@ -14,9 +14,9 @@ import re
 from collections.abc import Mapping
 from typing import Any, ClassVar, Literal
 
-from flask import Response, request
+from flask import Response
 
-from . import callback, discovery, flow, id_token, revocation, sign_in
+from . import discovery, flow, id_token, revocation, sign_in
 from .errors import (
     AuthenticationError,
     ConfigurationProblem,
@@ -213,14 +213,7 @@ class OAuth2Provider(SocialProvider):
     # -- the flow ----------------------------------------------------------------------------
 
     def authenticate(self) -> Response | OAuth2Info:
-        if request.method == "HEAD":  # a link preview or prefetch: never a step of the flow
-            return callback.head_response()
-        received = callback.read_callback(self.name)
-        if received is None:
-            return sign_in.start(self)
-        if received.error is not None:
-            sign_in.end_with_provider_error(self, received)
-        return sign_in.finish(self, received)
+        return sign_in.step(self)
 
     def authorization_url(self, pending: PendingFlow) -> str:
         """The provider address that starts ``pending``."""

@@ -69,6 +69,19 @@ def flow_binding(provider: FlowProvider, redirect_uri: str) -> str:
     )
 
 
+def step(provider: FlowProvider) -> Response | OAuth2Info:
+    """Run the step of the sign-in the current request is at: start it, or finish it (or end
+    it with the provider's error) when the request is the provider's callback."""
+    if request.method == "HEAD":  # a link preview or prefetch: never a step of the flow
+        return callback.head_response()
+    received = callback.read_callback(provider.name)
+    if received is None:
+        return start(provider)
+    if received.error is not None:
+        end_with_provider_error(provider, received)
+    return finish(provider, received)
+
+
 def start(provider: FlowProvider) -> Response:
     """Record a new flow in the browser's state cookie and redirect to the provider."""
     settings = provider.settings

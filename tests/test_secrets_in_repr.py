@@ -25,6 +25,7 @@ from flask import Flask
 from helpers import ALICE, CLIENT_ID, MakeApp, valid_block
 
 import flask_social_oauth2
+from flask_social_oauth2.callback import Callback
 from flask_social_oauth2.http_client import ProviderResponse
 from flask_social_oauth2.local_idp import LocalIdentityProvider
 from flask_social_oauth2.local_idp.apple import CheckedSecret
@@ -193,6 +194,7 @@ FACTORIES: Final[dict[type, Callable[[], object]]] = {
     TokenResponse: lambda: TokenResponse(access_token=ACCESS, refresh_token=REFRESH),
     LocalAuthorizationServer: lambda: local_idp().authorization_server,
     FormPost: lambda: FormPost(STATE, CODE, None, None, '{"name": {}}', False),
+    Callback: lambda: Callback(STATE, CODE, "access_denied", None),
     CheckedSecret: lambda: CheckedSecret({"alg": "ES256"}, {"sub": CLIENT_ID}, None, SECRET),
     _Made: lambda: _Made(SECRET, 0.0),
     TokenCipher: lambda: TokenCipher([FERNET_KEY]),

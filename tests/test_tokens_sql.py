@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import subprocess
 import sys
 import threading
@@ -15,11 +16,14 @@ import pytest
 import sqlalchemy as sa
 from cryptography.fernet import Fernet
 from flask import Flask
+from helpers import MakeApp, assert_not_logged, idp_block, sign_in, token_strings
 from token_helpers import RotatingRenewer, kept, make_token
 
 from flask_social_oauth2.errors import SignInRequiredError, TokenStoreUnavailableError
+from flask_social_oauth2.local_idp import LocalIdentityProvider
 from flask_social_oauth2.settings import OAuth2Info
 from flask_social_oauth2.tokens import SQLAlchemyTokenStore
+from flask_social_oauth2.tokens.store import current_cipher
 
 TESTS = Path(__file__).parent
 
@@ -55,7 +59,9 @@ def _rows(store: SQLAlchemyTokenStore) -> list[Any]:
         return list(connection.execute(sa.select(store.table).order_by("provider_key")))
 
 
-def test_save_load_delete_and_what_the_row_holds(store: SQLAlchemyTokenStore) -> None:
+def test_save_load_delete_and_what_the_row_holds(
+    store: SQLAlchemyTokenStore, captured_logs: list[logging.LogRecord]
+) -> None:
     token = make_token(scope="read")
     assert store.load("local", "alice") is None
     store.save("local", "alice", token)
@@ -78,6 +84,7 @@ def test_save_load_delete_and_what_the_row_holds(store: SQLAlchemyTokenStore) ->
         assert secret not in stored
     store.save("local", "alice", make_token())
     assert _rows(store)[0].version == 2
+    assert_not_logged(captured_logs, token_strings([token]))
     store.delete("local", "alice")
     assert _rows(store) == []
     store.delete("local", "alice")
@@ -122,6 +129,15 @@ def test_wrong_key_or_corrupt_row_is_an_error_for_that_identity_only(
         store.refresh("local", "alice", renewer)
     assert renewer.calls == 0
     assert kept(store.load("local", "bob")) == kept(tokens["bob"])
+    with store.engine.begin() as connection:  # opens with the key, but is no token record
+        connection.execute(
+            sa.update(store.table)
+            .where(store.table.c.provider_key == "bob")
+            .values(tokens=current_cipher().encrypt(b'{"v": 1}'))
+        )
+    with pytest.raises(SignInRequiredError, match=r"'bob'.*damaged"):
+        store.load("local", "bob")
+    before = _rows(store)
     app.config["SOCIAL_OAUTH2_TOKEN_KEYS"] = [Fernet.generate_key().decode()]
     with pytest.raises(SignInRequiredError, match="no key opens it"):
         store.load("local", "carol")
@@ -155,6 +171,35 @@ def test_refresh_renews_once_for_20_threads(store: SQLAlchemyTokenStore, app: Fl
     assert got == [newest.access_token] * 20
     assert kept(store.load("local", "alice")) == kept(newest)
     assert _rows(store)[0].version == 2
+
+
+def test_first_saves_of_one_identity_at_once_do_not_collide(
+    store: SQLAlchemyTokenStore, app: Flask
+) -> None:
+    store.load("local", "alice")  # the table exists before the races
+    failures: list[BaseException] = []
+    for round_ in range(5):  # a race: several rounds, so that a collision would show
+        key = f"user{round_}"
+        tokens = [make_token() for _ in range(10)]
+        barrier = threading.Barrier(len(tokens))
+
+        def save(token: OAuth2Info, key: str = key, barrier: threading.Barrier = barrier) -> None:
+            with app.app_context(), store.engine.connect() as warm:
+                warm.close()  # this thread's connection is open before the race
+                barrier.wait()
+                try:
+                    store.save("local", key, token)
+                except BaseException as error:
+                    failures.append(error)
+
+        threads = [threading.Thread(target=save, args=(token,)) for token in tokens]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert kept(store.load("local", key)) in [kept(token) for token in tokens]
+    assert failures == []
+    assert [row.version for row in _rows(store)] == [10] * 5
 
 
 def test_refresh_not_due_returns_the_token_and_refused_refresh_clears_it(
@@ -298,3 +343,34 @@ def test_database_gone_mid_refresh_is_a_typed_error_and_nothing_half_written(
     store.table.drop(store.engine)
     store.engine.dispose()
     killer.dispose()
+
+
+def test_sign_in_keeps_the_token_in_the_sql_store(
+    make_app: MakeApp, idp: LocalIdentityProvider, database_url: str
+) -> None:
+    store = SQLAlchemyTokenStore(database_url, table_name=f"t_{uuid.uuid4().hex[:12]}")
+    app = make_app({"local": idp_block(idp)}, SOCIAL_OAUTH2_TOKEN_STORE=store)
+    client = app.test_client()
+    assert sign_in(client).status_code == 302
+    with app.app_context():
+        (row,) = _rows(store)
+        assert row.provider == "local"
+        token = store.load("local", row.provider_key)
+        assert token is not None
+        assert token.refresh_token is not None
+        store.table.drop(store.engine)
+        store.engine.dispose()
+
+
+def test_database_down_at_sign_in_is_a_503_page(
+    make_app: MakeApp, idp: LocalIdentityProvider, captured_logs: list[logging.LogRecord]
+) -> None:
+    from postgres_server import _free_port
+
+    down = f"postgresql://postgres@127.0.0.1:{_free_port()}/postgres"
+    app = make_app({"local": idp_block(idp)}, SOCIAL_OAUTH2_TOKEN_STORE=down)
+    answer = sign_in(app.test_client())
+    assert answer.status_code == 503
+    assert "try again later" in answer.text
+    failures = [r.getMessage() for r in captured_logs if "sign-in failed" in r.getMessage()]
+    assert any("token store's database failed (OperationalError)" in text for text in failures)

@@ -11,6 +11,7 @@ from typing import Any, Final, Protocol
 
 import sqlalchemy as sa
 from flask import current_app
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection, Engine, make_url
 from sqlalchemy.engine.url import URL
 
@@ -134,6 +135,20 @@ class SQLAlchemyTokenStore:
             "scope": scope_of(info),
             "updated_at": time.time(),
         }
+        dialect = connection.dialect.name
+        if dialect in ("postgresql", "sqlite"):
+            # one statement, so two first sign-ins of one identity at once cannot collide
+            upsert = postgresql.insert if dialect == "postgresql" else sqlite.insert
+            insert = upsert(self.table).values(
+                provider=provider, provider_key=key, version=1, **values
+            )
+            connection.execute(
+                insert.on_conflict_do_update(
+                    index_elements=[self.table.c.provider, self.table.c.provider_key],
+                    set_={"version": self.table.c.version + 1, **values},
+                )
+            )
+            return
         updated = connection.execute(
             sa.update(self.table)
             .where(*self._identity(provider, key))

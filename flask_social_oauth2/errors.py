@@ -128,6 +128,20 @@ class UnexpectedResponseError(AuthenticationError):
 
     status_code = 502
     public_message = "The provider did not answer as expected. Please try again later."
+    #: The OAuth ``error`` code the provider answered (e.g. ``invalid_grant``), cut to a safe
+    #: length and charset; ``None`` when it answered none.
+    error_code: str | None = None
+
+    def __init__(
+        self,
+        provider: str,
+        message: str,
+        *,
+        status_code: int | None = None,
+        error_code: str | None = None,
+    ) -> None:
+        super().__init__(provider, message, status_code=status_code)
+        self.error_code = error_code
 
 
 class ProfileRetrievalError(AuthenticationError):

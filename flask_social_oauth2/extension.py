@@ -14,6 +14,7 @@ from flask import (
     Response,
     abort,
     current_app,
+    has_request_context,
     jsonify,
     make_response,
     request,
@@ -23,6 +24,7 @@ from flask.typing import ResponseReturnValue
 from markupsafe import escape
 
 from . import sign_in, signals
+from .api import ProviderSession
 from .app_state import EXTENSION_KEY, AppState, get_app_state
 from .callback import finished_flow, read_posted_code
 from .checks import REPORTED_BY_CHECK, redirect_url_problems, untrusted_host_warning
@@ -32,6 +34,7 @@ from .errors import (
     ConfigurationError,
     ConfigurationProblem,
     InvalidCallbackError,
+    SignInRequiredError,
     SocialOAuth2Error,
     UnknownProviderError,
 )
@@ -239,6 +242,34 @@ class SocialOAuth2:
     def providers(self) -> Mapping[str, SocialProvider]:
         """The current app's providers, by name (read-only)."""
         return get_app_state().providers
+
+    def api(self, name: str, key: str | None = None) -> ProviderSession:
+        """A session for calling provider ``name``'s API as a signed-in identity, for this
+        request or job only: a :class:`~flask_social_oauth2.api.ProviderSession`, which is a
+        :class:`requests_oauthlib.OAuth2Session`. Relative URLs join the provider's API base::
+
+            repos = social.api("github").get("user/repos").json()
+
+        :param name: The provider's name.
+        :param key: A stored identity's ``provider_key`` (e.g. in a job, where an app context
+            is enough); by default, in a request, the identity signed in with ``name`` in this
+            browser.
+        :raises UnknownProviderError: when no block of that name is configured.
+        :raises SignInRequiredError: when this browser has no identity for ``name`` or no
+            tokens are kept (``SOCIAL_OAUTH2_TOKEN_STORE = "none"``).
+        :raises RuntimeError: without ``key`` outside a request.
+        """
+        provider = self.provider(name)
+        if not isinstance(provider, OAuth2Provider):
+            raise TypeError(f"provider {name!r} is not an OAuth2Provider and has no API session")
+        if key is None:
+            if not has_request_context():
+                raise RuntimeError("social.api(name) outside a request needs key=provider_key")
+            signed_in = session.get(SIGNED_IN_KEY)
+            key = signed_in.get(name) if isinstance(signed_in, dict) else None
+            if not isinstance(key, str):
+                raise SignInRequiredError(name, "this browser has not signed in with it")
+        return ProviderSession(provider, key, get_app_state().runtime.token_store)
 
     def next_url(self, default: str = "/") -> str:
         """Where to send the user after the sign-in this request finished: the ``next`` path

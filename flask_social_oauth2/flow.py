@@ -201,7 +201,9 @@ def read_token_fields(provider: str, response: ProviderResponse, step: str) -> d
     status = response.status
     if isinstance(fields, dict) and isinstance(fields.get("error"), str):
         code = safe_error_code(fields["error"])
-        raise UnexpectedResponseError(provider, f"{step} failed: HTTP {status}, error {code!r}")
+        raise UnexpectedResponseError(
+            provider, f"{step} failed: HTTP {status}, error {code!r}", error_code=code
+        )
     if not 200 <= status < 300:
         raise UnexpectedResponseError(provider, f"{step} failed: HTTP {status}")
     if media_type == "text/html":

@@ -20,7 +20,8 @@ import socket
 import threading
 import time
 import urllib.request
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, Final
@@ -215,26 +216,78 @@ class ProviderHTTPClient:
     """
 
     def __init__(self, pool_size: int = _POOL_SIZE) -> None:
-        session = _ProviderSession()
-        session.trust_env = False  # no ~/.netrc; proxies and CA bundle are read once below
-        session.cookies = _NoCookies()
-        adapter = _DeadlineAdapter(
+        self._adapter = _DeadlineAdapter(
             pool_connections=pool_size, pool_maxsize=pool_size, max_retries=0
         )
-        session.mount("https://", adapter)
-        session.mount("http://", adapter)
+        self._ca_bundle = os.environ.get("REQUESTS_CA_BUNDLE") or os.environ.get("CURL_CA_BUNDLE")
+        self._session = _ProviderSession()
+        self.configure(self._session)
+        self._proxies = {key.lower(): value for key, value in urllib.request.getproxies().items()}
+
+    def configure(self, session: requests.Session) -> None:
+        """Give ``session`` this client's rules: its connection pools (shared, thread-safe),
+        no ``~/.netrc`` and no environment lookups per request (proxies and the CA bundle are
+        read once, here), a cookie jar that keeps nothing, no retries, and its headers."""
+        session.trust_env = False
+        session.cookies = _NoCookies()
+        session.mount("https://", self._adapter)
+        session.mount("http://", self._adapter)
         session.headers["User-Agent"] = "flask-social-oauth2"
         # The body is read raw (undecoded) under the size cap, so ask for it unencoded: with
         # requests' default "gzip, deflate" a provider that compresses (GitHub, Google do) gave
         # gzip bytes to the JSON parser, and a small compressed body could expand without cap.
         session.headers["Accept-Encoding"] = "identity"
-        ca_bundle = os.environ.get("REQUESTS_CA_BUNDLE") or os.environ.get("CURL_CA_BUNDLE")
-        if ca_bundle:
-            session.verify = ca_bundle
-        self._session = session
-        self._proxies = {key.lower(): value for key, value in urllib.request.getproxies().items()}
+        if self._ca_bundle:
+            session.verify = self._ca_bundle
 
-    def _proxies_for(self, url: str) -> dict[str, str]:
+    @staticmethod
+    @contextmanager
+    def deadline(timeout: float) -> Iterator[None]:
+        """Bound every read of the requests sent in the ``with`` block (status line, headers
+        and body alike) by ``timeout`` seconds from now."""
+        token = _deadline.set(time.monotonic() + timeout)
+        try:
+            yield
+        finally:
+            _deadline.reset(token)
+
+    @staticmethod
+    def check_headers(
+        headers: Mapping[str, str],
+        *,
+        provider: str,
+        step: str,
+        url: str,
+        error: type[AuthenticationError],
+    ) -> None:
+        """Refuse a header that cannot be sent, naming it and never its value.
+
+        :raises AuthenticationError: of class ``error``, 502.
+        """
+        _check_header_values(headers, provider, step, urlsplit(url).netloc, error)
+
+    @staticmethod
+    def read_body(
+        response: requests.Response,
+        *,
+        provider: str,
+        step: str,
+        error: type[AuthenticationError],
+        max_bytes: int,
+    ) -> bytes:
+        """Read a streamed answer whole, within the size cap and by the deadline it was sent
+        with, and close it.
+
+        :raises AuthenticationError: of class ``error``, 504 past the deadline, else 502.
+        """
+        host = urlsplit(response.url).netloc
+        try:
+            return _read_body(response, provider, step, host, error, max_bytes)
+        finally:
+            response.close()
+
+    def proxies_for(self, url: str) -> dict[str, str]:
+        """The proxy for ``url`` from the environment as read once (empty for none)."""
         if not self._proxies:
             return {}
         parts = urlsplit(url)
@@ -327,7 +380,7 @@ class ProviderHTTPClient:
         TLS settings and the errors are the same. With a proxy, ``Session.request`` does it all.
         """
         session = self._session
-        proxies = self._proxies_for(url)
+        proxies = self.proxies_for(url)
         if proxies:
             return session.request(
                 method,

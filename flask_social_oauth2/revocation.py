@@ -20,14 +20,20 @@ REVOCATION_URL_KEY: Final = "revocationURL"
 STEP: Final = "revocation request"
 
 
+#: The ``customProperties`` key of the base of relative API URLs after sign-in.
+API_BASE_URL_KEY: Final = "apiBaseURL"
+
+
 def settings_problems(settings: OAuth2Settings) -> list[ConfigurationProblem]:
-    """A ``customProperties.revocationURL`` that is not https (http only on loopback): it
-    receives the refresh token."""
-    url = settings.custom_properties.get(REVOCATION_URL_KEY)
-    error = None if url is None else check_endpoint_url(url)
-    if error is None:
-        return []
-    return [ConfigurationProblem(None, f"customProperties.{REVOCATION_URL_KEY}", error)]
+    """A ``customProperties.revocationURL`` or ``apiBaseURL`` that is not https (http only on
+    loopback): the first receives the refresh token, the second every API call's token."""
+    problems = []
+    for key in (REVOCATION_URL_KEY, API_BASE_URL_KEY):
+        url = settings.custom_properties.get(key)
+        error = None if url is None else check_endpoint_url(url)
+        if error is not None:
+            problems.append(ConfigurationProblem(None, f"customProperties.{key}", error))
+    return problems
 
 
 def endpoint(

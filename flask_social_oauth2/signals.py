@@ -1,6 +1,6 @@
 """blinker signals for observers of sign-ins (audit logs, metrics).
 
-Both are sent with the app as sender::
+All are sent with the app as sender::
 
     from flask_social_oauth2.signals import authenticated
 
@@ -23,3 +23,8 @@ authenticated = _signals.signal("social-oauth2-authenticated")
 #: Sent when a sign-in through the built-in route fails, with ``provider_name`` (str) and ``error``
 #: (:class:`~flask_social_oauth2.errors.AuthenticationError`).
 authentication_failed = _signals.signal("social-oauth2-authentication-failed")
+
+#: Sent after a token was refreshed and saved, with ``provider`` (the provider's name), ``key``
+#: (the identity's ``provider_key``) and ``info`` (the new
+#: :class:`~flask_social_oauth2.OAuth2Info`).
+token_updated = _signals.signal("social-oauth2-token-updated")

@@ -96,6 +96,19 @@ def fault_app(make_app: MakeApp, server: FaultServer, **config: Any) -> Flask:
     return make_app({"faulty": block}, **config)
 
 
+def plain_block(server: FaultServer, name: str = "plain", **custom: str) -> dict[str, Any]:
+    """A plain OAuth 2.0 block ``name`` with its token and profile addresses on ``server``
+    and ``custom`` as its ``customProperties``."""
+    return {
+        "accessTokenURL": f"{server.url}/token",
+        "redirectURL": f"/authenticate/{name}",
+        "apiURL": f"{server.url}/userinfo",
+        "clientID": CLIENT_ID,
+        "clientSecret": CLIENT_SECRET,
+        "customProperties": custom,
+    }
+
+
 def idp_block(server: LocalIdentityProvider, **changes: Any) -> dict[str, Any]:
     """The provider block for ``server`` under the name ``local``."""
     block: dict[str, Any] = server.settings_block(CLIENT_ID, CLIENT_SECRET, "/authenticate/local")

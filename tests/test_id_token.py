@@ -33,6 +33,7 @@ from helpers import (
     fake_app,
     finish_fake,
     local_provider,
+    plain_block,
     sign_in,
     signed,
     signed_in_info,
@@ -567,14 +568,7 @@ def test_refresh_with_a_revoked_refresh_token_fails(
 
 
 def refresh_app(make_app: MakeApp, server: FaultServer, **custom: str) -> Flask:
-    block = {
-        "accessTokenURL": f"{server.url}/token",
-        "redirectURL": "/authenticate/plain",
-        "apiURL": f"{server.url}/userinfo",
-        "clientID": CLIENT_ID,
-        "clientSecret": CLIENT_SECRET,
-        "customProperties": custom,
-    }
+    block = plain_block(server, **custom)
     return make_app({"plain": block}, SOCIAL_OAUTH2_TIMEOUT=1)
 
 

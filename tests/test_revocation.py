@@ -16,6 +16,7 @@ from helpers import (
     discovery_block,
     idp_block,
     local_provider,
+    plain_block,
     signed_in_info,
     token_strings,
 )
@@ -157,14 +158,7 @@ def test_revocation_faults_are_typed_errors(
     message: str,
 ) -> None:
     fault_server.set("/revoke", behaviour)
-    block = {
-        "accessTokenURL": f"{fault_server.url}/token",
-        "redirectURL": "/authenticate/plain",
-        "apiURL": f"{fault_server.url}/userinfo",
-        "clientID": CLIENT_ID,
-        "clientSecret": CLIENT_SECRET,
-        "customProperties": {"revocationURL": f"{fault_server.url}/revoke"},
-    }
+    block = plain_block(fault_server, revocationURL=f"{fault_server.url}/revoke")
     app = make_app({"plain": block}, SOCIAL_OAUTH2_TIMEOUT=1)
     with app.app_context(), pytest.raises(UnexpectedResponseError) as raised:
         local_provider(app, "plain").revoke(OAuth2Info(access_token="a", refresh_token="r-tok"))

@@ -25,6 +25,8 @@ from flask import Flask
 from helpers import ALICE, CLIENT_ID, MakeApp, valid_block
 
 import flask_social_oauth2
+from flask_social_oauth2 import SocialOAuth2
+from flask_social_oauth2.api import ProviderSession
 from flask_social_oauth2.callback import Callback
 from flask_social_oauth2.http_client import ProviderResponse
 from flask_social_oauth2.local_idp import LocalIdentityProvider
@@ -42,6 +44,7 @@ from flask_social_oauth2.providers.apple_secret import _Made
 from flask_social_oauth2.providers.form_post import FormPost
 from flask_social_oauth2.settings import OAuth2Info, OAuth2Settings
 from flask_social_oauth2.state_cookie import PendingFlow, StateSerializer
+from flask_social_oauth2.tokens import SessionTokenStore
 from flask_social_oauth2.tokens.cipher import TokenCipher
 from flask_social_oauth2.tokens.sql import SQLAlchemyTokenStore
 
@@ -182,6 +185,16 @@ def provider(cls: type[SocialProvider] = OAuth2Provider) -> SocialProvider:
     return cls("example", settings())
 
 
+def provider_session() -> ProviderSession:
+    """A session for calling an API (its ``key`` is the identity's provider_key, no secret);
+    it never holds the token, which is read from the store for each call."""
+    app = Flask("repr_walk")
+    app.config.update(SECRET_KEY=SECRET, SOCIAL_OAUTH2_PROVIDERS={"example": valid_block()})
+    SocialOAuth2(app)
+    with app.app_context():
+        return ProviderSession(OAuth2Provider("example", settings()), "u-1", SessionTokenStore())
+
+
 FACTORIES: Final[dict[type, Callable[[], object]]] = {
     OAuth2Settings: settings,
     OAuth2Info: info,
@@ -198,6 +211,7 @@ FACTORIES: Final[dict[type, Callable[[], object]]] = {
     CheckedSecret: lambda: CheckedSecret({"alg": "ES256"}, {"sub": CLIENT_ID}, None, SECRET),
     _Made: lambda: _Made(SECRET, 0.0),
     TokenCipher: lambda: TokenCipher([FERNET_KEY]),
+    ProviderSession: provider_session,
 }
 #: Objects that hold secrets under names the walk does not catch.
 MORE: Final[dict[str, Callable[[], object]]] = {

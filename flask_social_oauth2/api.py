@@ -1,0 +1,224 @@
+"""Calling a provider's API after sign-in: :class:`ProviderSession`, an
+:class:`~requests_oauthlib.OAuth2Session` for one stored identity.
+
+The session attaches the identity's token itself, refreshing it through the token store first
+when it is due, and sends with the extension's HTTP rules. It never uses requests-oauthlib's own
+token handling: that refreshes outside the store's lock, logs tokens at DEBUG and needs
+oauthlib's process-wide insecure-transport switch for plain http.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+import requests
+from flask import Flask, current_app
+from requests_oauthlib import OAuth2Session
+
+from . import signals
+from .errors import SignInRequiredError, UnexpectedResponseError
+from .http_client import get_client
+from .provider import OAuth2Provider
+from .providers.base import BuiltinProvider
+from .revocation import API_BASE_URL_KEY
+from .runtime import current_runtime
+from .settings import OAuth2Info
+from .tokens.store import TokenStore, refresh_due
+from .urls import check_endpoint_url
+
+logger = logging.getLogger("flask_social_oauth2")
+
+_STEP = "API request"
+
+
+class ProviderSession(OAuth2Session):  # type: ignore[misc]  # requests-oauthlib is untyped
+    """A session for one identity's calls to its provider's API, made by
+    :meth:`SocialOAuth2.api <flask_social_oauth2.SocialOAuth2.api>` for one request or job;
+    never keep it longer, nor share it between users.
+
+    Relative URLs are joined to ``customProperties.apiBaseURL`` or the provider's built-in API
+    base; absolute URLs are used as given (https, or http for a loopback host). Before each
+    call the identity's token is read from the store and, within
+    ``SOCIAL_OAUTH2_REFRESH_LEEWAY`` of expiry, refreshed through the store (one refresh at a
+    time per identity); :data:`~flask_social_oauth2.signals.token_updated` is then sent.
+    Requests use the extension's timeout, body cap and connection pools; no cookie is kept.
+
+    :param provider: The identity's provider.
+    :param key: The identity's ``provider_key``.
+    :param store: The app's token store; ``None`` when nothing is kept.
+    :raises SignInRequiredError: when ``store`` is ``None``.
+    """
+
+    def __init__(self, provider: OAuth2Provider, key: str, store: TokenStore | None) -> None:
+        if store is None:
+            raise SignInRequiredError(
+                provider.name, "no tokens are kept (SOCIAL_OAUTH2_TOKEN_STORE is 'none')"
+            )
+        super().__init__(client_id=provider.settings.client_id)
+        self.provider = provider
+        self.provider_key = key
+        self._store = store
+        runtime = current_runtime()
+        self._timeout = runtime.timeout
+        self._max_bytes = runtime.max_response_bytes
+        self._app: Flask = current_app._get_current_object()  # type: ignore[attr-defined]
+        self._http = get_client()
+        self._http.configure(self)
+
+    def __repr__(self) -> str:
+        return f"<ProviderSession {self.provider.name!r} key={self.provider_key!r}>"
+
+    def close(self) -> None:
+        """Nothing to close: the connection pools are the extension's, shared with every other
+        session (``requests.Session.close`` would close them for all)."""
+
+    @property
+    def api_base(self) -> str | None:
+        """``customProperties.apiBaseURL``, else the provider's built-in API base, or ``None``."""
+        configured = self.provider.settings.custom_properties.get(API_BASE_URL_KEY)
+        return configured or self.provider.default_api_base
+
+    def url_for(self, url: str) -> str:
+        """``url`` joined to :attr:`api_base` when it is relative; an absolute URL unchanged.
+
+        :raises ValueError: for a relative URL when the provider has no API base.
+        """
+        if "://" in url.split("?", 1)[0]:
+            return url
+        base = self.api_base
+        if base is None:
+            raise ValueError(
+                f"provider {self.provider.name!r} has no API base for a relative URL:"
+                f" set customProperties.{API_BASE_URL_KEY} or call an absolute URL"
+            )
+        return base.rstrip("/") + "/" + url.lstrip("/")
+
+    def request(
+        self,
+        method: str | bytes,
+        url: str | bytes,
+        data: Any = None,
+        headers: Any = None,
+        withhold_token: bool = False,
+        client_id: str | None = None,
+        client_secret: str | None = None,
+        files: Any = None,
+        **kwargs: Any,
+    ) -> requests.Response:
+        """Send a request with the identity's token (none with ``withhold_token``).
+
+        Other keyword arguments are those of :meth:`requests.Session.request`; ``timeout``
+        (seconds, or a ``(connect, read)`` pair, also bounding the whole exchange by the
+        longer) defaults to ``SOCIAL_OAUTH2_TIMEOUT``, and no answer larger than
+        ``SOCIAL_OAUTH2_MAX_RESPONSE_BYTES`` is read. A redirect is not followed: the 3xx
+        answer is returned, its ``Location`` to call next. ``client_id`` and ``client_secret``
+        are accepted for compatibility and not used.
+
+        :raises ValueError: for a relative URL without an API base, or plain http to a host
+            that is not loopback; nothing is sent.
+        :raises SignInRequiredError: when the identity has no usable token (none kept, or the
+            provider refused the refresh: the dead token is deleted).
+        :raises UnexpectedResponseError: when the provider failed during a refresh (the old
+            token is kept), or the call itself failed (no answer, a header that cannot be sent,
+            an answer over the size cap): 504 for a timeout, 502 otherwise.
+        """
+        name = self.provider.name
+        target = self.url_for(url.decode() if isinstance(url, bytes) else url)
+        problem = check_endpoint_url(target)
+        if problem is not None:
+            raise ValueError(f"provider {name!r}: the API URL {problem}")
+        all_headers = dict(headers or {})
+        if not withhold_token:
+            all_headers.update(self._authorization(self._token_for_call()))
+        self._http.check_headers(
+            {key: value for key, value in all_headers.items() if isinstance(value, str)},
+            provider=name,
+            step=_STEP,
+            url=target,
+            error=UnexpectedResponseError,
+        )
+        timeout = kwargs.pop("timeout", None) or self._timeout
+        per_read = timeout if isinstance(timeout, tuple) else (timeout, timeout)
+        kwargs.setdefault("proxies", self._http.proxies_for(target))
+        kwargs["stream"] = True  # the body is read below, under the size cap
+        with self._http.deadline(max(per_read)):
+            try:
+                response = requests.Session.request(
+                    self,
+                    method,
+                    target,
+                    data=data,
+                    headers=all_headers,
+                    files=files,
+                    timeout=per_read,
+                    **kwargs,
+                )
+            except requests.Timeout:
+                raise UnexpectedResponseError(name, f"{_STEP} timed out", status_code=504) from None
+            except requests.RequestException as error:
+                reason = type(error).__name__
+                raise UnexpectedResponseError(name, f"{_STEP} failed: {reason}") from None
+            response._content = self._http.read_body(
+                response,
+                provider=name,
+                step=_STEP,
+                error=UnexpectedResponseError,
+                max_bytes=self._max_bytes,
+            )
+        return response
+
+    def get_redirect_target(self, resp: requests.Response) -> None:
+        """No redirect is followed (a 3xx answer is returned as it is): requests would read
+        each redirect's body whole, past the size cap."""
+        return
+
+    def _token_for_call(self) -> OAuth2Info:
+        """The identity's token, refreshed through the store first when it is due.
+
+        :raises SignInRequiredError: see :meth:`request`.
+        """
+        name, key = self.provider.name, self.provider_key
+        info = self._store.load(name, key)
+        if info is None:
+            raise SignInRequiredError(name, f"no token is kept for identity {key!r}")
+        if not refresh_due(info):
+            return info
+        if info.refresh_token is None and not _expired(info):
+            return info  # nothing to renew it with; still good for a little while
+        renewed: list[OAuth2Info] = []
+
+        def renew(current: OAuth2Info) -> OAuth2Info:
+            fresh = self._renew(current)
+            renewed.append(fresh)
+            return fresh
+
+        info = self._store.refresh(name, key, renew)
+        if renewed:
+            signals.token_updated.send(self._app, provider=name, key=key, info=info)
+        return info
+
+    def _renew(self, info: OAuth2Info) -> OAuth2Info:
+        name = self.provider.name
+        if info.refresh_token is None:
+            raise SignInRequiredError(name, "the token expired and there is no refresh token")
+        try:
+            return self.provider.refresh(info)
+        except UnexpectedResponseError as error:
+            if error.error_code == "invalid_grant":
+                raise SignInRequiredError(
+                    name, "the provider refused the refresh (invalid_grant)"
+                ) from None
+            raise
+
+    def _authorization(self, info: OAuth2Info) -> dict[str, str]:
+        headers = {"Authorization": f"Bearer {info.access_token}"}
+        provider = self.provider
+        if isinstance(provider, BuiltinProvider):  # a provider's own scheme and API headers
+            headers = provider.api_headers() | headers | provider.authorization(info)
+        return headers
+
+
+def _expired(info: OAuth2Info) -> bool:
+    return info.expires_at is not None and info.expires_at <= time.time()

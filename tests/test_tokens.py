@@ -118,7 +118,13 @@ def test_configured_keys_are_checked_without_showing_them(make_app: MakeApp) -> 
 
 
 def test_record_keeps_only_what_is_needed() -> None:
-    info = make_token(scope="read write")
+    info = make_token(scope="read write", instance_url="https://eu1.example.test")
+    info = OAuth2Info(
+        **{
+            **_token_fields(info),
+            "params": {**info.params, "athlete": {"id": 1}, "big": "x" * 5000, "other_token": "t"},
+        }
+    )
     data = dump_record(info)
     assert info.params["id_token"] not in data.decode()
     again = load_record(data)
@@ -126,8 +132,14 @@ def test_record_keeps_only_what_is_needed() -> None:
     assert again.refresh_token == info.refresh_token
     assert again.expires_at == info.expires_at
     assert again.expires_in == info.expires_in
-    assert dict(again.params) == {"scope": "read write"}
-    for damaged in (b"[]", b'{"v": 1}', b'{"v": 2, "access_token": "a"}', b"\xff"):
+    assert dict(again.params) == {"scope": "read write", "instance_url": "https://eu1.example.test"}
+    for damaged in (
+        b"[]",
+        b'{"v": 1}',
+        b'{"v": 2, "access_token": "a"}',
+        b'{"v": 1, "access_token": "a", "params": {"a": 1}}',
+        b"\xff",
+    ):
         with pytest.raises(ValueError):  # noqa: PT011 - any damage is a ValueError
             load_record(damaged)
 

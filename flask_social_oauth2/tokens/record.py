@@ -1,5 +1,9 @@
 """What a token store keeps of an :class:`~flask_social_oauth2.OAuth2Info`: only what calling
-the API and refreshing need. Never the ID token, nor any other field of the token answer."""
+the API and refreshing need. Never the ID token.
+
+Besides the tokens, a provider may need short string fields of its token answer for later
+calls (Salesforce's ``instance_url``, Zoho's ``accounts-server`` and ``api_domain``): those are
+kept; structured fields (a profile inside the answer) and any other token are not."""
 
 from __future__ import annotations
 
@@ -11,6 +15,8 @@ from ..settings import OAuth2Info
 
 #: The version of the record's layout, kept inside every record.
 RECORD_VERSION: Final = 1
+#: The longest token-answer field kept besides the tokens.
+MAX_PARAM_LENGTH: Final = 1024
 
 
 def with_expiry(info: OAuth2Info, now: float | None = None) -> OAuth2Info:
@@ -45,7 +51,7 @@ def dump_record(info: OAuth2Info) -> bytes:
         "refresh_token": info.refresh_token,
         "expires_in": info.expires_in,
         "expires_at": info.expires_at,
-        "scope": scope_of(info),
+        "params": kept_params(info),
     }
     return json.dumps(record, separators=(",", ":")).encode()
 
@@ -65,15 +71,29 @@ def load_record(data: bytes) -> OAuth2Info:
     refresh_token = _optional(record, "refresh_token", str)
     expires_in = _optional(record, "expires_in", int)
     expires_at = _optional(record, "expires_at", float)
-    scope = _optional(record, "scope", str)
+    params = _optional(record, "params", dict) or {}
+    if not all(isinstance(value, str) for value in params.values()):
+        raise ValueError("token record field 'params' has the wrong type")
     return OAuth2Info(
         access_token=access_token,
         token_type=token_type,
         expires_in=expires_in,
         refresh_token=refresh_token,
-        params={} if scope is None else {"scope": scope},
+        params=params,
         expires_at=expires_at,
     )
+
+
+def kept_params(info: OAuth2Info) -> dict[str, str]:
+    """The fields of the token answer kept with the tokens: short strings, no token."""
+    return {
+        name: value
+        for name, value in info.params.items()
+        if isinstance(value, str)
+        and len(value) <= MAX_PARAM_LENGTH
+        and name != "id_token"
+        and not name.endswith("_token")
+    }
 
 
 def _optional(record: dict[str, Any], name: str, kind: type) -> Any:

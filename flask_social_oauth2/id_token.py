@@ -270,12 +270,22 @@ def check_claims(
         raise IdTokenError(provider, f"id_token lacks the claims {error.claim}") from None
     except ClaimError as error:
         raise IdTokenError(provider, f"id_token claim {error.claim!r} is not valid") from None
-    # joserfc's registry has checked the types: iss and sub strings, aud a string or a list.
+    except (TypeError, ValueError, OverflowError):  # an odd value that joserfc did not expect
+        raise IdTokenError(provider, "id_token has a claim of the wrong type") from None
+    # Checked here too: joserfc's registry checks these types only since 1.8.
+    for name in ("iss", "sub"):
+        if not isinstance(claims[name], str):
+            raise IdTokenError(provider, f"id_token claim {name!r} is not valid")
+    audience = claims["aud"]
+    if not (
+        isinstance(audience, str)
+        or (isinstance(audience, list) and all(isinstance(item, str) for item in audience))
+    ):
+        raise IdTokenError(provider, "id_token claim 'aud' is not valid")
     issuer = claims["iss"]
     if issuer != discovery.expected_token_issuer(metadata, claims) and issuer not in extra_issuers:
         raise IdTokenError(provider, "id_token iss is not the provider's issuer")
     client_id = settings.client_id
-    audience = claims["aud"]
     audiences = [audience] if isinstance(audience, str) else list(audience)
     if client_id not in audiences:
         raise IdTokenError(provider, "id_token aud does not name this client")

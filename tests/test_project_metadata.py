@@ -129,8 +129,10 @@ def test_tox_runs_the_ci_gate_by_default_and_bench_on_demand() -> None:
     assert "coverage report" in tox["testenv"]["commands"]
     for name in ("tests-min", "docs"):
         assert f"testenv:{name}" in tox
-    # the API reference imports flask_social_oauth2.local_idp, which needs the idp extra
-    assert {"docs", "idp"} <= {extra.strip() for extra in tox["testenv:docs"]["extras"].split(",")}
+    # the API reference imports local_idp (the idp extra) and the SQL token store (sql)
+    assert {"docs", "idp", "sql"} <= {
+        extra.strip() for extra in tox["testenv:docs"]["extras"].split(",")
+    }
 
 
 def test_py311_measures_branch_coverage_with_a_floor() -> None:

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 from cryptography.fernet import Fernet, InvalidToken
-from flask import Flask, jsonify
+from flask import Flask, jsonify, session
 from helpers import MakeApp, sign_in
 from itsdangerous import URLSafeTimedSerializer
 from token_helpers import RotatingRenewer, make_token
@@ -102,6 +102,34 @@ def test_key_derived_from_secret_key_and_fallbacks_decrypt() -> None:
     assert derive_key("first secret") == derive_key(b"first secret")
     with pytest.raises(InvalidToken):
         app_cipher({"SECRET_KEY": "second secret"}).decrypt(sealed)
+
+
+def test_keys_are_checked_and_derived_once_per_key_set(monkeypatch: pytest.MonkeyPatch) -> None:
+    from flask_social_oauth2.tokens import cipher as cipher_module
+
+    derived: list[object] = []
+
+    def counting_derive_key(secret: str | bytes) -> bytes:
+        derived.append(secret)
+        return derive_key(secret)
+
+    monkeypatch.setattr(cipher_module, "derive_key", counting_derive_key)
+    config: dict[str, Any] = {"SECRET_KEY": "once secret", "SECRET_KEY_FALLBACKS": ["old secret"]}
+    first = app_cipher(config)
+    assert len(derived) == 2
+    for _ in range(5):
+        assert app_cipher(config) is first
+    assert len(derived) == 2
+    sealed = first.encrypt(b"x")
+    config["SECRET_KEY"] = "rotated secret"  # the same mapping, a new key set: a new cipher
+    config["SECRET_KEY_FALLBACKS"] = []
+    with pytest.raises(InvalidToken):
+        app_cipher(config).decrypt(sealed)
+    assert len(derived) == 3
+    config["SECRET_KEY"] = ""
+    for _ in range(2):  # a missing key is refused every time, never remembered
+        with pytest.raises(ConfigurationError, match="SECRET_KEY"):
+            app_cipher(config)
 
 
 def test_configured_keys_are_checked_without_showing_them(make_app: MakeApp) -> None:
@@ -279,6 +307,39 @@ def test_session_cookie_stays_under_the_bound(
     dropped = [r for r in captured_logs if "dropped the kept token" in r.getMessage()]
     assert dropped
     assert "'user0'" in dropped[0].getMessage()
+
+
+def test_session_cookie_size_is_bounded_without_signing_until_near_the_limit(
+    make_app: MakeApp, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from flask.sessions import SecureCookieSessionInterface
+
+    from flask_social_oauth2.tokens.session import _cookie_header_size
+
+    app = make_app()
+    signed: list[object] = []
+    real = SecureCookieSessionInterface.get_signing_serializer
+
+    def counting(self: SecureCookieSessionInterface, app: Flask) -> Any:
+        signed.append(app)
+        return real(self, app)
+
+    with app.test_request_context(headers={"Cookie": "other=" + "x" * 200}):
+        exact_serializer = real(app.session_interface, app)  # type: ignore[arg-type]
+        assert exact_serializer is not None
+        monkeypatch.setattr(SecureCookieSessionInterface, "get_signing_serializer", counting)
+        store = SessionTokenStore()
+        store.save("local", "alice", make_token())
+        assert signed == []  # far under the bound: no second signed session cookie per sign-in
+        for size in (0, 10, 500, 2000, 2900, 3100, 4000):
+            session["filler"] = "ä" * (size // 2) + Fernet.generate_key().decode() * (size // 88)
+            session["repeated"] = "r" * size
+            exact = len(f"other={'x' * 200}; session={exact_serializer.dumps(dict(session))}")
+            reckoned = _cookie_header_size()
+            assert reckoned >= exact
+            if reckoned > MAX_COOKIE_HEADER:
+                assert reckoned == exact
+        assert signed  # near the bound the cookie is built as Flask will
 
 
 def test_session_refresh_once_for_concurrent_requests_of_one_browser(make_app: MakeApp) -> None:

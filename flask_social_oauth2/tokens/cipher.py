@@ -63,24 +63,53 @@ class TokenCipher:
         return "TokenCipher(keys=<hidden>)"
 
 
-_cache: dict[tuple[bytes, ...], TokenCipher] = {}
+_cache: dict[tuple[Any, ...], TokenCipher] = {}
 _cache_lock = threading.Lock()
+#: Distinct key sets remembered; past it the cache starts again (an app that changes its keys
+#: on every request must not grow memory).
+_MAX_CACHED: Final = 64
 
 
 def app_cipher(config: Mapping[str, Any]) -> TokenCipher:
-    """The cipher of an app's configuration, made once per distinct set of keys.
+    """The cipher of an app's configuration, made once per distinct set of keys: the keys are
+    checked, derived (HKDF) and the ciphers built on the first request of a key set, not on
+    every request.
 
     :raises ConfigurationError: when the keys are missing or malformed.
     """
+    inputs = _key_inputs(config)
+    if inputs is not None:
+        cipher = _cache.get(inputs)
+        if cipher is not None:
+            return cipher
     problems = token_key_problems(config)
     if problems:
         raise ConfigurationError(problems)
-    keys = _keys(config)
-    with _cache_lock:
-        cipher = _cache.get(keys)
-        if cipher is None:
-            cipher = _cache[keys] = TokenCipher(keys)
-        return cipher
+    cipher = TokenCipher(_keys(config))
+    if inputs is not None:
+        with _cache_lock:
+            if len(_cache) >= _MAX_CACHED:
+                _cache.clear()
+            cipher = _cache.setdefault(inputs, cipher)
+    return cipher
+
+
+def _key_inputs(config: Mapping[str, Any]) -> tuple[Any, ...] | None:
+    """What the keys of ``config`` are made from, as a cache key; ``None`` when it cannot be
+    one (an unhashable or unexpected value: such a configuration is checked every time)."""
+    configured = config.get(KEYS_SETTING)
+    if configured is not None:
+        if isinstance(configured, str | bytes) or not isinstance(configured, Sequence):
+            return None
+        inputs: tuple[Any, ...] = (KEYS_SETTING, *configured)
+    else:
+        fallbacks = config.get("SECRET_KEY_FALLBACKS") or ()
+        if isinstance(fallbacks, str | bytes) or not isinstance(fallbacks, Sequence):
+            return None
+        inputs = ("SECRET_KEY", config.get("SECRET_KEY"), *fallbacks)
+    if not all(isinstance(value, str | bytes) or value is None for value in inputs):
+        return None
+    return inputs
 
 
 def token_key_problems(config: Mapping[str, Any]) -> list[ConfigurationProblem]:

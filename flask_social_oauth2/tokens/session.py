@@ -25,6 +25,8 @@ MAX_COOKIE_HEADER: Final = 4093
 #: holds the token it replaced.
 SUCCESSOR_TTL: Final = 60.0
 _MAX_SUCCESSORS: Final = 1024
+#: Characters of itsdangerous's base64 timestamp, at most (8 bytes of seconds).
+_TIMESTAMP_CHARS: Final = 11
 
 
 class SessionTokenStore:
@@ -165,17 +167,29 @@ class SessionTokenStore:
 
 
 def _cookie_header_size() -> int:
-    """The length of the ``Cookie`` header the browser will send with this session: its other
-    cookies as they came, and the session cookie as it would be written now. 0 when the app's
-    sessions are not kept in a cookie."""
+    """The length of the ``Cookie`` header the browser will send with this session (its other
+    cookies as they came, and the session cookie as it would be written now), or an upper bound
+    of it that fits. 0 when the app's sessions are not kept in a cookie.
+
+    It is an upper bound first, from the session's JSON alone: the signed value is that JSON in
+    base64 (or shorter, compressed), a timestamp and a signature. Only when the bound does not
+    fit is the cookie built as Flask will (a second zlib, HMAC and serializer per sign-in)."""
     app: Any = current_app
     interface = app.session_interface
-    if not isinstance(interface, SecureCookieSessionInterface):
+    if not isinstance(interface, SecureCookieSessionInterface) or not app.secret_key:
         return 0
+    name = interface.get_cookie_name(app)
+    others = [f"{other}={value}" for other, value in request.cookies.items() if other != name]
+    others.append(f"{name}=")
+    fixed = len("; ".join(others))
+    data = dict(session)
+    json_bytes = len(interface.serializer.dumps(data).encode())
+    digest_size: int = interface.digest_method(b"").digest_size
+    signature = -(-digest_size * 4 // 3)
+    bound: int = -(-json_bytes * 4 // 3) + 1 + _TIMESTAMP_CHARS + 1 + signature
+    if fixed + bound <= MAX_COOKIE_HEADER:
+        return fixed + bound
     serializer = interface.get_signing_serializer(app)
     if serializer is None:
         return 0
-    name = interface.get_cookie_name(app)
-    pairs = [f"{other}={value}" for other, value in request.cookies.items() if other != name]
-    pairs.append(f"{name}={serializer.dumps(dict(session))}")
-    return len("; ".join(pairs))
+    return fixed + len(serializer.dumps(data))

@@ -21,9 +21,8 @@ from flask import (
     session,
 )
 from flask.typing import ResponseReturnValue
-from markupsafe import escape
 
-from . import sign_in, signals
+from . import accounts, sign_in, signals
 from .api import ProviderSession
 from .app_state import EXTENSION_KEY, AppState, get_app_state
 from .callback import finished_flow, read_posted_code
@@ -38,54 +37,22 @@ from .errors import (
     SocialOAuth2Error,
     UnknownProviderError,
 )
+from .options import DEFAULTS, read_options
+from .pages import error_page, misconfigured_page
 from .provider import OAuth2Provider, SocialProvider
 from .providers import BUILTIN_PROVIDERS
 from .runtime import Runtime
 from .settings import OAuth2Info, SocialProfile
 from .state_cookie import FLOW_PAGE_HEADERS, StateCookieStore, app_scope
-from .tokens.cipher import token_key_problems
-from .tokens.setting import token_store_from_setting
+from .tokens.identity import Identity
 
 logger = logging.getLogger("flask_social_oauth2")
 
 ENDPOINT: Final = "social_oauth2.authenticate"
-#: The session key of this browser's signed-in identities: provider name -> provider_key.
-SIGNED_IN_KEY: Final = "social_oauth2_identities"
 
 AuthenticatedHandler = Callable[[SocialProvider, OAuth2Info, SocialProfile], ResponseReturnValue]
 ErrorHandler = Callable[[str, AuthenticationError], ResponseReturnValue]
 _H = TypeVar("_H", bound=Callable[..., Any])
-
-_DEFAULTS: Final[Mapping[str, Any]] = MappingProxyType(
-    {
-        "SOCIAL_OAUTH2_PROVIDERS": {},
-        "SOCIAL_OAUTH2_PROVIDERS_FILE": None,
-        "SOCIAL_OAUTH2_PROVIDER_CLASSES": {},
-        "SOCIAL_OAUTH2_URL_RULE": "/authenticate/<provider>",
-        "SOCIAL_OAUTH2_TIMEOUT": 10,
-        "SOCIAL_OAUTH2_STATE_TTL": 600,
-        "SOCIAL_OAUTH2_MAX_RESPONSE_BYTES": 1024 * 1024,
-        "SOCIAL_OAUTH2_STATE_COOKIE": None,
-        "SOCIAL_OAUTH2_STATE_COOKIE_PATH": "/",
-        "SOCIAL_OAUTH2_SESSION_KEY": "social_profile",
-        "SOCIAL_OAUTH2_CHECK_REDIRECT_URLS": True,
-        "SOCIAL_OAUTH2_DISCOVERY_FAILURE_TTL": 30,
-        "SOCIAL_OAUTH2_TOKEN_STORE": "session",
-        "SOCIAL_OAUTH2_TOKEN_KEYS": None,
-        "SOCIAL_OAUTH2_REFRESH_LEEWAY": 30,
-    }
-)
-_ERROR_PAGE: Final = """<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>Sign-in failed</title>
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<style>body{{font:16px/1.5 system-ui,sans-serif;max-width:32rem;margin:4rem auto;
-padding:0 1rem;color:#222}}h1{{font-size:1.4rem}}a{{color:#0b57d0}}</style></head>
-<body><h1>Sign-in failed</h1><p>{message}</p>
-<p><a href="/">Back to the start page</a></p></body></html>
-"""
-_ERROR_PAGE_POLICY: Final = (
-    "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'"
-)
 
 
 class SocialOAuth2:
@@ -127,9 +94,9 @@ class SocialOAuth2:
                 f"flask-social-oauth2 is already set up on app {app.name!r}; call init_app once"
             )
         config = app.config
-        for key, value in _DEFAULTS.items():
+        for key, value in DEFAULTS.items():
             config.setdefault(key, value)
-        options = _read_options(config)
+        options = read_options(config)
         settings = load_settings(config, root_path=app.root_path)
         providers: dict[str, SocialProvider] = {}
         problems: list[ConfigurationProblem] = []
@@ -265,11 +232,58 @@ class SocialOAuth2:
         if key is None:
             if not has_request_context():
                 raise RuntimeError("social.api(name) outside a request needs key=provider_key")
-            signed_in = session.get(SIGNED_IN_KEY)
-            key = signed_in.get(name) if isinstance(signed_in, dict) else None
-            if not isinstance(key, str):
+            key = accounts.signed_in().get(name)
+            if key is None:
                 raise SignInRequiredError(name, "this browser has not signed in with it")
         return ProviderSession(provider, key, get_app_state().runtime.token_store)
+
+    # -- identities after sign-in ---------------------------------------------------------------
+
+    def link(
+        self, user_id: str | int, *, provider: str | None = None, key: str | None = None
+    ) -> Identity:
+        """Link the identity this request has just signed in (call it in
+        :meth:`on_authenticated`) to the app's user ``user_id``, so that
+        :meth:`identity` finds that user when the identity signs in again::
+
+            @social.on_authenticated
+            def signed_in(provider, info, profile):
+                found = social.identity(provider.name, profile.provider_key)
+                user = load_user(found.user_id) if found and found.user_id else create_user()
+                social.link(user.id)
+
+        Needs a token store that keeps identities (a SQL store). Never link by e-mail.
+
+        :param user_id: The app's user id (an int is kept as its str).
+        :param provider: With ``key``, link that stored identity instead.
+        :param key: The identity's ``provider_key``.
+        :raises SocialOAuth2Error: without a SQL store, or when nothing was signed in by this
+            request and no identity is named.
+        """
+        return accounts.link(user_id, provider, key)
+
+    def identity(self, provider: str, key: str) -> Identity | None:
+        """The stored identity ``key`` of ``provider`` with the user it is linked to, or
+        ``None`` when it is not stored. Needs a SQL store (see :meth:`link`)."""
+        return accounts.identity_store().identity(provider, key)
+
+    def identities(self, user_id: str | int) -> list[Identity]:
+        """Every identity linked to the app's user ``user_id``, ordered by provider. Needs a
+        SQL store (see :meth:`link`)."""
+        return accounts.identity_store().identities(accounts.checked_user_id(user_id))
+
+    def unlink(self, provider: str, key: str) -> None:
+        """Delete the stored identity ``key`` of ``provider`` and its tokens, revoking them
+        first where the provider can (RFC 7009; a failed revocation is logged and the identity
+        is deleted anyway). This browser forgets it too when it had signed in with it."""
+        accounts.forget(provider, key, revoke=True)
+
+    def sign_out(self, *, revoke: bool = False) -> None:
+        """Forget this browser's identities and the profile kept by the default success
+        handler. Tokens kept in the session go; rows of a SQL store stay (for jobs) unless
+        ``revoke``, which also revokes their tokens where the provider can and deletes the
+        rows. Call it in a request."""
+        accounts.sign_out(revoke=revoke)
 
     def next_url(self, default: str = "/") -> str:
         """Where to send the user after the sign-in this request finished: the ``next`` path
@@ -317,13 +331,13 @@ class SocialOAuth2:
         if state.redirect_problems:
             problems = [p for p in state.redirect_problems if p.provider == selected.name]
             if problems:
-                return _misconfigured_page(problems)
+                return misconfigured_page(problems)
         if not current_app.secret_key:
             missing = ConfigurationProblem(
                 None, "SECRET_KEY", "is not set: the state cookie needs it"
             )
             logger.error("%s", missing)
-            return _misconfigured_page([missing])
+            return misconfigured_page([missing])
         posted_json = request.method == "POST" and not _has_form_post_callback(selected)
         try:
             if posted_json:
@@ -347,13 +361,10 @@ class SocialOAuth2:
         signals.authentication_failed.send(app, provider_name=provider_name, error=error)
         if self._on_error is not None:
             response = make_response(self._on_error(provider_name, error))
-        else:
-            page = _ERROR_PAGE.format(message=escape(error.public_message))
-            response = make_response(page, error.status_code)
-            response.headers["Content-Security-Policy"] = _ERROR_PAGE_POLICY
-        for header, value in FLOW_PAGE_HEADERS.items():
-            response.headers.setdefault(header, value)
-        return response
+            for header, value in FLOW_PAGE_HEADERS.items():
+                response.headers.setdefault(header, value)
+            return response
+        return error_page(error.public_message, error.status_code)
 
     def _respond_to_success(
         self,
@@ -365,7 +376,7 @@ class SocialOAuth2:
     ) -> Response:
         app = current_app._get_current_object()  # type: ignore[attr-defined]
         try:
-            _keep_tokens(provider.name, profile.provider_key, info)
+            accounts.remember_sign_in(provider.name, profile.provider_key, info)
         except AuthenticationError as error:
             return self._respond_to_error(provider.name, error)
         signals.authenticated.send(app, provider=provider, info=info, profile=profile)
@@ -382,81 +393,6 @@ class SocialOAuth2:
         for header, value in FLOW_PAGE_HEADERS.items():
             response.headers.setdefault(header, value)
         return response
-
-
-def _read_options(config: Mapping[str, Any]) -> dict[str, Any]:
-    problems = []
-
-    def number(key: str, kind: type, minimum: float) -> Any:
-        value = config[key]
-        if (
-            isinstance(value, bool)
-            or not isinstance(value, int | float)
-            or not minimum <= value < 2**53  # also refuses NaN, infinity and 10**400
-        ):
-            what = "a whole number" if kind is int else "a number"
-            problems.append(
-                ConfigurationProblem(None, key, f"must be {what} >= {minimum}, not {value!r}")
-            )
-            return None
-        return kind(value)
-
-    options = {
-        "timeout": number("SOCIAL_OAUTH2_TIMEOUT", float, 0.1),
-        "state_ttl": number("SOCIAL_OAUTH2_STATE_TTL", int, 10),
-        "max_bytes": number("SOCIAL_OAUTH2_MAX_RESPONSE_BYTES", int, 1024),
-        "discovery_failure_ttl": number("SOCIAL_OAUTH2_DISCOVERY_FAILURE_TTL", float, 0),
-        "rule": config["SOCIAL_OAUTH2_URL_RULE"],
-    }
-    number("SOCIAL_OAUTH2_REFRESH_LEEWAY", float, 0)
-    try:
-        options["token_store"] = token_store_from_setting(config["SOCIAL_OAUTH2_TOKEN_STORE"])
-    except ConfigurationError as error:
-        problems.extend(error.problems)
-    if config["SOCIAL_OAUTH2_TOKEN_KEYS"] is not None:
-        problems.extend(token_key_problems(config))
-    rule = options["rule"]
-    if not isinstance(rule, str) or not rule.startswith("/") or "<provider>" not in rule:
-        problems.append(
-            ConfigurationProblem(
-                None, "SOCIAL_OAUTH2_URL_RULE", "must be a path containing '<provider>'"
-            )
-        )
-    cookie = config["SOCIAL_OAUTH2_STATE_COOKIE"]
-    if cookie is not None and (not isinstance(cookie, str) or not cookie):
-        problems.append(
-            ConfigurationProblem(
-                None, "SOCIAL_OAUTH2_STATE_COOKIE", "must be a non-empty string (or None)"
-            )
-        )
-    for key in (
-        "SOCIAL_OAUTH2_STATE_COOKIE_PATH",
-        "SOCIAL_OAUTH2_SESSION_KEY",
-    ):
-        if not isinstance(config[key], str) or not config[key]:
-            problems.append(ConfigurationProblem(None, key, "must be a non-empty string"))
-    if not isinstance(config["SOCIAL_OAUTH2_PROVIDER_CLASSES"], Mapping):
-        problems.append(
-            ConfigurationProblem(
-                None, "SOCIAL_OAUTH2_PROVIDER_CLASSES", "must map provider names to classes"
-            )
-        )
-    if problems:
-        raise ConfigurationError(problems)
-    return options
-
-
-def _keep_tokens(provider: str, key: str, info: OAuth2Info) -> None:
-    """Save the token of the identity just signed in into the app's token store, and remember
-    in the session which identity this browser signed in with for ``provider``."""
-    store = get_app_state().runtime.token_store
-    if store is None:
-        return
-    store.save(provider, key, info)
-    signed_in = session.get(SIGNED_IN_KEY)
-    signed_in = dict(signed_in) if isinstance(signed_in, dict) else {}
-    signed_in[provider] = key
-    session[SIGNED_IN_KEY] = signed_in
 
 
 def _has_form_post_callback(provider: SocialProvider) -> bool:
@@ -488,21 +424,3 @@ def _check_redirect_urls_once() -> None:
         state.redirect_problems = problems
         for problem in problems:
             logger.error("%s", problem)
-
-
-def _misconfigured_page(problems: list[ConfigurationProblem]) -> Response:
-    """The 503 page of a sign-in route whose provider is misconfigured: the problem itself in
-    debug mode, a fixed sentence otherwise (the log names the problem)."""
-    if current_app.debug:
-        message = "This provider is misconfigured: " + "; ".join(map(str, problems))
-    else:
-        message = (
-            "Sign-in with this provider is not available: its configuration has an error,"
-            " which the server's log names."
-        )
-    page = _ERROR_PAGE.format(message=escape(message))
-    response = make_response(page, 503)
-    response.headers["Content-Security-Policy"] = _ERROR_PAGE_POLICY
-    for header, value in FLOW_PAGE_HEADERS.items():
-        response.headers.setdefault(header, value)
-    return response

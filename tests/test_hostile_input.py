@@ -24,7 +24,7 @@ from werkzeug.urls import iri_to_uri
 from flask_social_oauth2 import OAuth2Settings, errors
 from flask_social_oauth2.config import load_settings
 from flask_social_oauth2.errors import ConfigurationError
-from flask_social_oauth2.extension import _ERROR_PAGE
+from flask_social_oauth2.pages import ERROR_PAGE
 from flask_social_oauth2.redirects import safe_next_path
 from flask_social_oauth2.settings import CONFIG_KEYS
 
@@ -37,7 +37,7 @@ FAST: Final = settings(
 
 #: Every page the built-in error handler can render: the fixed sentence of each error class.
 ERROR_PAGES: Final = frozenset(
-    _ERROR_PAGE.format(message=escape(cls.public_message))
+    ERROR_PAGE.format(message=escape(cls.public_message))
     for cls in vars(errors).values()
     if isinstance(cls, type) and issubclass(cls, errors.AuthenticationError)
 )

@@ -38,12 +38,12 @@ from markupsafe import escape
 
 from flask_social_oauth2 import errors, signals
 from flask_social_oauth2.errors import AuthenticationError, UnexpectedResponseError
-from flask_social_oauth2.extension import _ERROR_PAGE
+from flask_social_oauth2.pages import ERROR_PAGE
 
 CODE: Final = "the-authorization-code-4f1e"
 #: Every page the built-in error handler can render: the fixed sentence of each error class.
 ERROR_PAGES: Final = frozenset(
-    _ERROR_PAGE.format(message=escape(cls.public_message))
+    ERROR_PAGE.format(message=escape(cls.public_message))
     for cls in vars(errors).values()
     if isinstance(cls, type) and issubclass(cls, errors.AuthenticationError)
 )

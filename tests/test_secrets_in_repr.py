@@ -80,6 +80,7 @@ NOT_SECRET: Final[dict[tuple[str, str], str]] = {
     ("AppState", "session_key"): "the name of the session key the profile is kept under",
     ("ProfileFields", "provider_key"): "where the user id is found in a profile",
     ("SocialProfile", "provider_key"): "the user's id at the provider, not a secret",
+    ("Identity", "provider_key"): "the user's id at the provider, not a secret",
     ("ProviderFacts", "profile_json_body"): "a switch",
     ("ProviderFacts", "init_client_secret"): "the ${VARIABLE} `flask social init` writes",
     ("SessionTokenStore", "session_key"): "the name of the session key the tokens are under",

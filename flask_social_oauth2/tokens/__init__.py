@@ -1,6 +1,7 @@
 """Where the tokens of signed-in identities are kept, encrypted, and refreshed one at a time.
 
-:class:`TokenStore` is the protocol; :class:`SessionTokenStore` (the default) keeps tokens in
+:class:`TokenStore` is the protocol (:class:`IdentityStore` for stores that link identities
+to the app's users); :class:`SessionTokenStore` (the default) keeps tokens in
 the Flask session, :class:`SQLAlchemyTokenStore` in a SQL database (the ``[sql]`` extra).
 """
 
@@ -9,6 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .cipher import TokenCipher, derive_key
+from .identity import Identity, IdentityStore
 from .session import SessionTokenStore
 from .store import Renew, TokenStore, refresh_due
 
@@ -16,6 +18,8 @@ if TYPE_CHECKING:
     from .sql import SQLAlchemyTokenStore
 
 __all__ = [
+    "Identity",
+    "IdentityStore",
     "Renew",
     "SQLAlchemyTokenStore",
     "SessionTokenStore",

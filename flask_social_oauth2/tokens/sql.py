@@ -17,6 +17,7 @@ from sqlalchemy.engine.url import URL
 
 from ..errors import SignInRequiredError, TokenStoreUnavailableError
 from ..settings import OAuth2Info
+from .identity import Identity
 from .record import scope_of, with_expiry
 from .store import IdentityLocks, Renew, refresh_due, seal, unseal
 
@@ -122,6 +123,47 @@ class SQLAlchemyTokenStore:
                 raise _Committed(refused) from None
             self._write(connection, provider, key, renewed)
             return renewed
+
+    # -- identities and their users ----------------------------------------------------------
+
+    def link(self, provider: str, key: str, user_id: str) -> Identity:
+        """See :meth:`IdentityStore.link`: one statement; the tokens are kept."""
+        with self._transaction(provider) as connection:
+            linked = connection.execute(
+                sa.update(self.table)
+                .where(*self._identity(provider, key))
+                .values(user_id=user_id, updated_at=time.time())
+            )
+            if linked.rowcount == 0:
+                connection.execute(
+                    sa.insert(self.table).values(
+                        provider=provider,
+                        provider_key=key,
+                        user_id=user_id,
+                        version=1,
+                        updated_at=time.time(),
+                    )
+                )
+        return Identity(provider, key, user_id)
+
+    def identity(self, provider: str, key: str) -> Identity | None:
+        """See :meth:`IdentityStore.identity`: one query by primary key."""
+        with self._connection(provider) as connection:
+            row = connection.execute(
+                sa.select(self.table.c.user_id).where(*self._identity(provider, key))
+            ).first()
+        return None if row is None else Identity(provider, key, row.user_id)
+
+    def identities(self, user_id: str) -> list[Identity]:
+        """See :meth:`IdentityStore.identities`: one query on the ``user_id`` index."""
+        table = self.table
+        with self._connection("") as connection:
+            rows = connection.execute(
+                sa.select(table.c.provider, table.c.provider_key)
+                .where(table.c.user_id == user_id)
+                .order_by(table.c.provider, table.c.provider_key)
+            ).all()
+        return [Identity(row.provider, row.provider_key, user_id) for row in rows]
 
     # -- rows -------------------------------------------------------------------------------
 

@@ -1,0 +1,97 @@
+"""The extension's ``SOCIAL_OAUTH2_*`` settings: their defaults and how they are checked."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Any, Final
+
+from .errors import ConfigurationError, ConfigurationProblem
+from .tokens.cipher import token_key_problems
+from .tokens.setting import token_store_from_setting
+
+DEFAULTS: Final[Mapping[str, Any]] = MappingProxyType(
+    {
+        "SOCIAL_OAUTH2_PROVIDERS": {},
+        "SOCIAL_OAUTH2_PROVIDERS_FILE": None,
+        "SOCIAL_OAUTH2_PROVIDER_CLASSES": {},
+        "SOCIAL_OAUTH2_URL_RULE": "/authenticate/<provider>",
+        "SOCIAL_OAUTH2_TIMEOUT": 10,
+        "SOCIAL_OAUTH2_STATE_TTL": 600,
+        "SOCIAL_OAUTH2_MAX_RESPONSE_BYTES": 1024 * 1024,
+        "SOCIAL_OAUTH2_STATE_COOKIE": None,
+        "SOCIAL_OAUTH2_STATE_COOKIE_PATH": "/",
+        "SOCIAL_OAUTH2_SESSION_KEY": "social_profile",
+        "SOCIAL_OAUTH2_CHECK_REDIRECT_URLS": True,
+        "SOCIAL_OAUTH2_DISCOVERY_FAILURE_TTL": 30,
+        "SOCIAL_OAUTH2_TOKEN_STORE": "session",
+        "SOCIAL_OAUTH2_TOKEN_KEYS": None,
+        "SOCIAL_OAUTH2_REFRESH_LEEWAY": 30,
+    }
+)
+
+
+def read_options(config: Mapping[str, Any]) -> dict[str, Any]:
+    """The checked values of the settings the extension reads once in ``init_app``.
+
+    :raises ConfigurationError: listing every setting that is wrong.
+    """
+    problems = []
+
+    def number(key: str, kind: type, minimum: float) -> Any:
+        value = config[key]
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, int | float)
+            or not minimum <= value < 2**53  # also refuses NaN, infinity and 10**400
+        ):
+            what = "a whole number" if kind is int else "a number"
+            problems.append(
+                ConfigurationProblem(None, key, f"must be {what} >= {minimum}, not {value!r}")
+            )
+            return None
+        return kind(value)
+
+    options = {
+        "timeout": number("SOCIAL_OAUTH2_TIMEOUT", float, 0.1),
+        "state_ttl": number("SOCIAL_OAUTH2_STATE_TTL", int, 10),
+        "max_bytes": number("SOCIAL_OAUTH2_MAX_RESPONSE_BYTES", int, 1024),
+        "discovery_failure_ttl": number("SOCIAL_OAUTH2_DISCOVERY_FAILURE_TTL", float, 0),
+        "rule": config["SOCIAL_OAUTH2_URL_RULE"],
+    }
+    number("SOCIAL_OAUTH2_REFRESH_LEEWAY", float, 0)
+    try:
+        options["token_store"] = token_store_from_setting(config["SOCIAL_OAUTH2_TOKEN_STORE"])
+    except ConfigurationError as error:
+        problems.extend(error.problems)
+    if config["SOCIAL_OAUTH2_TOKEN_KEYS"] is not None:
+        problems.extend(token_key_problems(config))
+    rule = options["rule"]
+    if not isinstance(rule, str) or not rule.startswith("/") or "<provider>" not in rule:
+        problems.append(
+            ConfigurationProblem(
+                None, "SOCIAL_OAUTH2_URL_RULE", "must be a path containing '<provider>'"
+            )
+        )
+    cookie = config["SOCIAL_OAUTH2_STATE_COOKIE"]
+    if cookie is not None and (not isinstance(cookie, str) or not cookie):
+        problems.append(
+            ConfigurationProblem(
+                None, "SOCIAL_OAUTH2_STATE_COOKIE", "must be a non-empty string (or None)"
+            )
+        )
+    for key in (
+        "SOCIAL_OAUTH2_STATE_COOKIE_PATH",
+        "SOCIAL_OAUTH2_SESSION_KEY",
+    ):
+        if not isinstance(config[key], str) or not config[key]:
+            problems.append(ConfigurationProblem(None, key, "must be a non-empty string"))
+    if not isinstance(config["SOCIAL_OAUTH2_PROVIDER_CLASSES"], Mapping):
+        problems.append(
+            ConfigurationProblem(
+                None, "SOCIAL_OAUTH2_PROVIDER_CLASSES", "must map provider names to classes"
+            )
+        )
+    if problems:
+        raise ConfigurationError(problems)
+    return options

@@ -1,4 +1,8 @@
-"""The example app of flask-social-oauth2: sign in, see the normalized profile, sign out.
+"""The example app of flask-social-oauth2: sign in, link a second provider, call the
+providers' APIs with kept and refreshed tokens, unlink, sign out.
+
+Its users and the identities linked to them live in a SQLite file in the app's instance folder
+(``EXAMPLE_INSTANCE_PATH`` moves it); Flask-Login keeps the signed-in user.
 
 Run it with a local identity provider beside it (no account anywhere needed)::
 
@@ -15,6 +19,7 @@ import hmac
 import os
 import re
 import secrets
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,18 +40,21 @@ from flask import (
     url_for,
 )
 from flask.typing import ResponseReturnValue
+from flask_login import LoginManager, current_user, login_user, logout_user
 
-from flask_social_oauth2 import SocialOAuth2
+from flask_social_oauth2 import OAuth2Info, SocialOAuth2, SocialProfile, SocialProvider, signals
 from flask_social_oauth2.config import expand_environment, load_yaml_blocks
 from flask_social_oauth2.errors import (
     AccessDeniedError,
     AuthenticationError,
     ConfigurationError,
     ConfigurationProblem,
+    SignInRequiredError,
     StateError,
 )
 
 from .access_log import hide_callback_queries
+from .users import Users
 
 __all__ = ["PROVIDERS_FILE", "create_app", "select_blocks"]
 
@@ -57,9 +65,18 @@ CLIENT_SIDE_PROVIDER: Final = "local-spa"
 #: Where the extension's default success handler keeps the profile.
 PROFILE_KEY: Final = "social_profile"
 _CSRF_KEY: Final = "csrf_token"
+#: What the account page's "Call the API" button asks each provider: a URL relative to the
+#: block's API base (``customProperties.apiBaseURL`` or the built-in one), or an absolute one.
+API_CALLS: Final[Mapping[str, str]] = {
+    "local": "me",
+    "local-two": "me",
+    "github": "user",
+    "google": "https://openidconnect.googleapis.com/v1/userinfo",
+}
 _VARIABLE: Final = re.compile(r"\$\{([^}]*)\}")
 _LABELS: Final[Mapping[str, tuple[str, str]]] = {
     "local": ("Local identity provider", "Runs on this machine; no account needed"),
+    "local-two": ("Second local identity provider", "Another account, to link to this user"),
     "local-spa": (
         "Local identity provider, from the browser",
         "A single-page app's flow: PKCE made with WebCrypto, the code POSTed as JSON",
@@ -168,7 +185,7 @@ def create_app(
     """
     variables = {**os.environ, **(environ or {})}
     enabled, missing = select_blocks(load_yaml_blocks(PROVIDERS_FILE), variables)
-    app = Flask(__name__)
+    app = Flask(__name__, instance_path=variables.get("EXAMPLE_INSTANCE_PATH") or None)
     app.config.update(
         # One process serves the example, so a random key per run is enough. Every process of
         # a real deployment must share one SECRET_KEY: it signs the session and the state.
@@ -178,6 +195,9 @@ def create_app(
         SESSION_COOKIE_HTTPONLY=True,
         SESSION_COOKIE_SAMESITE="Lax",
         SOCIAL_OAUTH2_PROVIDERS=enabled,
+        # Users, their linked identities and the identities' encrypted tokens, in one SQLite
+        # file in the instance folder: the API calls of the account page use them.
+        SOCIAL_OAUTH2_TOKEN_STORE="sqlite:///example.sqlite3",
         EXAMPLE_DISABLED_PROVIDERS=missing,
         # Where the client-side page sends the browser: a single-page app knows its provider's
         # authorization endpoint itself (the block has no authorizationURL).
@@ -188,6 +208,12 @@ def create_app(
     app.config.update(config or {})
     social = SocialOAuth2(app)
     social.on_error(_sign_in_failed)
+    social.on_authenticated(_signed_in)
+    users = Users()
+    app.extensions["example_users"] = users
+    login_manager = LoginManager(app)
+    login_manager.user_loader(users.get)
+    signals.token_updated.connect(_note_refresh, app, weak=False)
     hide_callback_queries(app.config["SOCIAL_OAUTH2_URL_RULE"])
     app.register_blueprint(bp)
     app.register_error_handler(404, _not_found)
@@ -286,8 +312,9 @@ def favicon() -> ResponseReturnValue:
 
 
 @bp.get("/profile")
-def profile() -> ResponseReturnValue:
-    """The signed-in page: the normalized profile the extension kept in the session."""
+def profile(api_answer: ApiAnswer | None = None) -> ResponseReturnValue:
+    """The signed-in page: the user's linked identities (call an API, unlink, link another
+    provider) and the normalized profile of the last sign-in."""
     data = session.get(PROFILE_KEY)
     if not isinstance(data, dict):
         return redirect(url_for(".index"))
@@ -303,6 +330,8 @@ def profile() -> ResponseReturnValue:
         email=data.get("email"),
         rows=[(label, data.get(key)) for key, label in _PROFILE_FIELDS],
         csrf_token=_csrf_token(),
+        account=_account(),
+        api_answer=api_answer,
     )
 
 
@@ -321,9 +350,176 @@ def sign_out() -> ResponseReturnValue:
             provider_label=None,
             code=400,
         )
+    _social().sign_out()
+    logout_user()
     session.clear()
     flash("You are signed out.")
     return redirect(url_for(".index"), code=303)
+
+
+@bp.post("/call/<provider>/<key>")
+def call_api(provider: str, key: str) -> ResponseReturnValue:
+    """Call ``provider``'s API as the user's identity ``key``, refreshing its token first when
+    it is due, and show the answer on the account page."""
+    refused = _refuse_without_csrf()
+    if refused is not None:
+        return refused
+    if not _owns(provider, key) or provider not in API_CALLS:
+        return _not_found(None)
+    try:
+        answer = _social().api(provider, key=key).get(API_CALLS[provider])
+    except SignInRequiredError:
+        flash(f"{_label(provider)[0]} needs you to sign in with it again.")
+        return redirect(url_for(".profile"), code=303)
+    except AuthenticationError as error:
+        return _sign_in_failed(provider, error)
+    try:
+        body = answer.json()
+    except ValueError:
+        body = answer.text[:500]
+    return profile(
+        ApiAnswer(
+            provider=_label(provider)[0],
+            status=answer.status_code,
+            body=body,
+            refreshed=bool(g.get("example_refreshed")),
+        )
+    )
+
+
+@bp.post("/unlink/<provider>/<key>")
+def unlink(provider: str, key: str) -> ResponseReturnValue:
+    """Unlink the user's identity ``key`` of ``provider``: its tokens are revoked and deleted.
+    Unlinking the last identity signs the user out."""
+    refused = _refuse_without_csrf()
+    if refused is not None:
+        return refused
+    if not _owns(provider, key):
+        return _not_found(None)
+    social = _social()
+    social.unlink(provider, key)
+    if not social.identities(current_user.id):
+        social.sign_out()
+        logout_user()
+        session.clear()
+        flash(
+            f"{_label(provider)[0]} is unlinked; it was your last sign-in, so you are signed out."
+        )
+        return redirect(url_for(".index"), code=303)
+    flash(f"{_label(provider)[0]} is unlinked.")
+    return redirect(url_for(".profile"), code=303)
+
+
+@dataclass(frozen=True)
+class ApiAnswer:
+    """What the account page shows of an API call."""
+
+    provider: str
+    status: int
+    body: Any
+    refreshed: bool
+
+
+@dataclass(frozen=True)
+class LinkedIdentity:
+    """An identity of the signed-in user, as the account page shows it."""
+
+    provider: str
+    key: str
+    label: str
+    can_call: bool
+    expires_in: int | None
+
+
+def _account() -> dict[str, Any] | None:
+    """The signed-in user, their identities and the providers they can still link."""
+    if not current_user.is_authenticated:
+        return None
+    social = _social()
+    store = current_app.extensions["social_oauth2"].runtime.token_store
+    identities = []
+    for found in social.identities(current_user.id):
+        try:
+            token = store.load(found.provider, found.provider_key)
+        except AuthenticationError:
+            token = None
+        expires = token.expires_at if token is not None else None
+        identities.append(
+            LinkedIdentity(
+                provider=found.provider,
+                key=found.provider_key,
+                label=_label(found.provider)[0],
+                can_call=token is not None and found.provider in API_CALLS,
+                expires_in=None if expires is None else max(0, int(expires - time.time())),
+            )
+        )
+    linked = {identity.provider for identity in identities}
+    can_link = [
+        ProviderChoice(name, *_label(name))
+        for name, provider in social.providers.items()
+        if name not in linked and provider.settings.authorization_url is not None
+    ]
+    return {
+        "name": current_user.name,
+        "identities": identities,
+        "can_link": can_link,
+        "notices": get_flashed_messages(),
+    }
+
+
+def _owns(provider: str, key: str) -> bool:
+    """Whether the signed-in user has the identity ``key`` of ``provider``: another user's
+    identity is never reached, whatever the URL says."""
+    if not current_user.is_authenticated:
+        return False
+    found = _social().identity(provider, key)
+    return found is not None and found.user_id == current_user.id
+
+
+def _refuse_without_csrf() -> Response | None:
+    sent = request.form.get(_CSRF_KEY, "")
+    expected = session.get(_CSRF_KEY)
+    if isinstance(expected, str) and hmac.compare_digest(sent.encode(), expected.encode()):
+        return None
+    return _render(
+        "error.html",
+        400,
+        title="Request refused",
+        message="The form has expired. Go back, reload the page and try again.",
+        provider_label=None,
+        code=400,
+    )
+
+
+def _social() -> SocialOAuth2:
+    social: SocialOAuth2 = current_app.extensions["social_oauth2"].extension
+    return social
+
+
+def _signed_in(provider: SocialProvider, info: OAuth2Info, profile: SocialProfile) -> Any:
+    """After a sign-in: the app's user of this identity (found by the identity alone, never
+    by e-mail), else the user already signed in (who is adding a provider), else a new user;
+    the identity is linked to that user, who is signed in with Flask-Login."""
+    social = _social()
+    users: Users = current_app.extensions["example_users"]
+    found = social.identity(provider.name, profile.provider_key)
+    user = users.get(found.user_id) if found is not None and found.user_id else None
+    if user is None and current_user.is_authenticated:
+        user = users.get(current_user.id)
+    if user is None:
+        name = profile.full_name or profile.username or profile.email or "New user"
+        user = users.create(name)
+    social.link(user.id)
+    login_user(user)
+    session[PROFILE_KEY] = profile.to_dict()
+    target = social.next_url(url_for("example.profile"))
+    if request.is_json:  # the client-side page's POST: its script goes on to `next`
+        return {"signed_in": True, "provider": provider.name, "next": target}
+    return redirect(target)
+
+
+def _note_refresh(app: Flask, **changes: Any) -> None:
+    g.example_refreshed = True
 
 
 def _sign_in_failed(provider_name: str, error: AuthenticationError) -> ResponseReturnValue:
@@ -341,7 +537,7 @@ def _sign_in_failed(provider_name: str, error: AuthenticationError) -> ResponseR
     )
 
 
-def _not_found(error: Exception) -> ResponseReturnValue:
+def _not_found(error: Exception | None) -> ResponseReturnValue:
     provider = (request.view_args or {}).get("provider")
     if request.endpoint != "social_oauth2.authenticate" or not isinstance(provider, str):
         return _render(

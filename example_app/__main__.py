@@ -9,7 +9,7 @@ import threading
 from collections.abc import Sequence
 from urllib.parse import urlsplit
 
-from .serve import run_example
+from .serve import DEFAULT_TOKEN_LIFETIME, run_example
 
 
 def _port(text: str) -> int:
@@ -21,6 +21,16 @@ def _port(text: str) -> int:
         value = -1
     if not 0 <= value <= 65535:
         raise argparse.ArgumentTypeError(f"{text!r} is not a port (a number from 0 to 65535)")
+    return value
+
+
+def _seconds(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if not 1 <= value <= 86400:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds from 1 to 86400")
     return value
 
 
@@ -50,6 +60,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="also start a local Apple-like server for the apple provider (then open the app"
         " at http://localhost:PORT/: Apple's form POST is cross-site)",
     )
+    parser.add_argument(
+        "--token-lifetime",
+        type=_seconds,
+        default=DEFAULT_TOKEN_LIFETIME,
+        help="seconds the local identity providers' access tokens live, so that the account"
+        " page shows a refresh (default: %(default)s)",
+    )
     parser.add_argument("--verbose", action="store_true", help="log every request")
     args = parser.parse_args(argv)
     logging.basicConfig(
@@ -57,13 +74,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         format="%(levelname)s %(name)s: %(message)s",
     )
     try:
-        with run_example(args.port, args.idp_port, apple=args.apple) as running:
+        with run_example(
+            args.port, args.idp_port, apple=args.apple, token_lifetime=args.token_lifetime
+        ) as running:
             enabled = list(running.app.extensions["social_oauth2"].providers)
             disabled = running.app.config["EXAMPLE_DISABLED_PROVIDERS"]
             print("flask-social-oauth2 example is running.\n")
             print(f'  Open {running.url} and choose "Local identity provider".\n')
             print(f"  app                 {running.url}")
             print(f"  identity provider   {running.idp.url}/  (any name and e-mail address)")
+            if running.idp2 is not None:
+                print(f"  second provider     {running.idp2.url}/  (link it on the account page)")
             if running.apple is not None:
                 print(f"  Apple (local)       {running.apple.url}/  (signs in as Ada Lovelace)")
                 port = urlsplit(running.url).port

@@ -30,6 +30,9 @@ APPLE_SERVICES_ID: Final = "com.example.flask-social-oauth2"
 #: Whom the local Apple-like server signs in (it has no consent page).
 APPLE_USER: Final = LocalUser.from_name_email("Ada Lovelace", "ada.l@privaterelay.appleid.com")
 
+#: Seconds the local identity providers' access tokens live (``--token-lifetime``).
+DEFAULT_TOKEN_LIFETIME: Final = 60
+
 log = logging.getLogger("example_app")
 
 
@@ -53,12 +56,14 @@ class RunningExample:
     :param idp: The local identity provider serving its ``local`` provider.
     :param url: The address to open, e.g. ``http://127.0.0.1:5000/``.
     :param apple: The local Apple-like server of the ``apple`` provider, when started.
+    :param idp2: The second local identity provider, serving ``local-two``.
     """
 
     app: Flask
     idp: LocalIdentityProvider
     url: str
     apple: LocalAppleProvider | None = None
+    idp2: LocalIdentityProvider | None = None
 
 
 def _bind(port: int, option: str) -> socket.socket:
@@ -78,6 +83,7 @@ def run_example(
     environ: Mapping[str, str] | None = None,
     config: Mapping[str, Any] | None = None,
     apple: bool = False,
+    token_lifetime: int = DEFAULT_TOKEN_LIFETIME,
 ) -> Iterator[RunningExample]:
     """Serve the example app and its local identity provider on threads for the ``with``
     block.
@@ -88,29 +94,33 @@ def run_example(
     :param config: Flask configuration for the app.
     :param apple: Also start a local Apple-like server on a free port and turn the ``apple``
         provider on with it (it signs in :data:`APPLE_USER` at once).
+    :param token_lifetime: Seconds the local identity providers' access tokens live: short,
+        so that the account page's API calls show a refresh.
     :raises OSError: when a port cannot be bound; the message names the option.
     """
     with ExitStack() as stack:
         sock = stack.enter_context(_bind(port, "--port"))
         port = sock.getsockname()[1]
-        idp = LocalIdentityProvider(HOST, idp_port)
+        idp = LocalIdentityProvider(HOST, idp_port, access_token_ttl=token_lifetime)
         try:
             idp.start()
         except OSError as error:
             message = f"cannot listen on {HOST}:{idp_port} (--idp-port): {error.strerror}"
             raise OSError(error.errno, message) from None
         stack.callback(idp.stop)
-        secret = secrets.token_urlsafe(32)
-        idp.register_client(
-            CLIENT_ID,
-            secret,
-            [
-                f"http://{host}:{port}{path}"
-                for host in (HOST, "localhost")
-                for path in ("/authenticate/local", "/client-side")
-            ],
-        )
-        variables = {**(environ or {}), "LOCAL_IDP_URL": idp.url, "LOCAL_IDP_CLIENT_SECRET": secret}
+        idp2 = stack.enter_context(LocalIdentityProvider(HOST, access_token_ttl=token_lifetime))
+        variables = {**(environ or {})}
+        for local, prefix, paths in (
+            (idp, "LOCAL_IDP", ("/authenticate/local", "/client-side")),
+            (idp2, "LOCAL_IDP2", ("/authenticate/local-two",)),
+        ):
+            secret = secrets.token_urlsafe(32)
+            local.register_client(
+                CLIENT_ID,
+                secret,
+                [f"http://{host}:{port}{path}" for host in (HOST, "localhost") for path in paths],
+            )
+            variables.update({f"{prefix}_URL": local.url, f"{prefix}_CLIENT_SECRET": secret})
         local_apple = None
         if apple:
             local_apple = stack.enter_context(LocalAppleProvider(HOST))
@@ -141,4 +151,6 @@ def run_example(
         thread.start()
         stack.callback(thread.join, 10)
         stack.callback(server.shutdown)
-        yield RunningExample(app=app, idp=idp, url=f"http://{HOST}:{port}/", apple=local_apple)
+        yield RunningExample(
+            app=app, idp=idp, url=f"http://{HOST}:{port}/", apple=local_apple, idp2=idp2
+        )

@@ -24,6 +24,13 @@ from flask_social_oauth2.local_idp import LocalIdentityProvider
 
 
 @pytest.fixture(autouse=True)
+def _example_instance_folder(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """The example app keeps its SQLite file in its instance folder: one per test, never the
+    checkout's (also for the ``python -m example_app`` a test starts, which inherits it)."""
+    monkeypatch.setenv("EXAMPLE_INSTANCE_PATH", str(tmp_path / "example-instance"))
+
+
+@pytest.fixture(autouse=True)
 def _fresh_openid_caches() -> Iterator[None]:
     """OpenID metadata and key sets are cached per process by URL; a later loopback server may
     reuse an earlier one's port, so every test starts with empty caches."""

@@ -13,6 +13,7 @@ import os
 import re
 import shutil
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -217,3 +218,62 @@ def test_client_side_sign_in_with_pkce_made_in_the_browser(
     challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest())
     assert authorization["code_challenge"] == challenge.rstrip(b"=").decode()
     only_loopback(page, example)
+
+
+def test_link_call_the_api_across_a_refresh_unlink_and_sign_out(page: Page) -> None:
+    """The example as a small real app: sign in, link a second provider, call both APIs, wait
+    past the token's short lifetime and call again (a refresh), unlink one, sign out."""
+    with run_example(0, 0, token_lifetime=4) as example:
+        assert example.idp2 is not None
+        browser_page = page.page
+        browser_page.goto(example.url)
+        browser_page.click("#provider-local")
+        browser_page.fill("#name", "Ada Lovelace")
+        browser_page.fill("#email", "ada@example.test")
+        browser_page.click("#approve")
+        browser_page.wait_for_url(f"{example.url}profile")
+        assert "Your sign-ins (Ada Lovelace)" in (browser_page.text_content("main") or "")
+
+        browser_page.click("#link-local-two")
+        browser_page.wait_for_selector("#name")
+        assert browser_page.url.startswith(example.idp2.url)
+        browser_page.fill("#name", "Ada at work")
+        browser_page.fill("#email", "ada@work.example")
+        browser_page.click("#approve")
+        browser_page.wait_for_url(f"{example.url}profile")
+        assert browser_page.is_visible("#identity-local")
+        assert browser_page.is_visible("#identity-local-two")
+        assert "Your sign-ins (Ada Lovelace)" in (browser_page.text_content("main") or "")
+        page.shot("5-two-identities")
+
+        browser_page.click("#call-local-two")
+        browser_page.wait_for_selector("#api-answer")
+        assert browser_page.text_content("#api-status") == "200"
+        assert "ada@work.example" in (browser_page.text_content("#api-body") or "")
+        assert not browser_page.is_visible("#api-refreshed")
+
+        time.sleep(3)  # past the refresh point of a 4-second token (half its lifetime)
+        browser_page.click("#call-local")
+        browser_page.wait_for_selector("#api-answer")
+        assert browser_page.text_content("#api-status") == "200"
+        assert browser_page.is_visible("#api-refreshed")
+        assert "ada@example.test" in (browser_page.text_content("#api-body") or "")
+        grants = [request.grant_type for request in example.idp.token_requests]
+        assert grants == ["authorization_code", "refresh_token"]
+        page.shot("6-api-after-refresh")
+
+        browser_page.click("#unlink-local-two")
+        browser_page.wait_for_url(f"{example.url}profile")
+        assert not browser_page.is_visible("#identity-local-two")
+        assert browser_page.is_visible("#link-local-two")
+        assert len(example.idp2.revocation_requests) == 1
+        page.shot("7-unlinked")
+
+        browser_page.click("#sign-out")
+        browser_page.wait_for_url(example.url)
+        assert browser_page.text_content("h1") == "Sign in"
+        app_host = urlsplit(example.url).netloc
+        providers = {urlsplit(server.url).netloc for server in (example.idp, example.idp2)}
+        assert page.hosts <= {app_host, *providers}, sorted(page.hosts)
+        errors = [text for text in page.console_errors if not text.startswith("Failed to load")]
+        assert errors == [], errors

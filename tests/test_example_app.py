@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import html
 import json
 import logging
@@ -49,6 +50,8 @@ def no_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
         "GOOGLE_CLIENT_SECRET",
         "LOCAL_IDP_URL",
         "LOCAL_IDP_CLIENT_SECRET",
+        "LOCAL_IDP2_URL",
+        "LOCAL_IDP2_CLIENT_SECRET",
         "EXAMPLE_SECRET_KEY",
     ):
         monkeypatch.delenv(name, raising=False)
@@ -76,11 +79,12 @@ def csrf_token(client: FlaskClient) -> str:
 
 def test_blocks_turn_on_only_when_their_variables_are_set() -> None:
     blocks = load_yaml_blocks(PROVIDERS_FILE)
-    assert list(blocks) == ["local", "local-spa", "apple", "github", "google"]
+    assert list(blocks) == ["local", "local-two", "local-spa", "apple", "github", "google"]
     enabled, missing = select_blocks(blocks, {})
     assert enabled == {}
     assert missing == {
         "local": ("LOCAL_IDP_CLIENT_SECRET", "LOCAL_IDP_URL"),
+        "local-two": ("LOCAL_IDP2_CLIENT_SECRET", "LOCAL_IDP2_URL"),
         "local-spa": ("LOCAL_IDP_CLIENT_SECRET", "LOCAL_IDP_URL"),
         "apple": (
             "APPLE_KEY_ID",
@@ -95,7 +99,7 @@ def test_blocks_turn_on_only_when_their_variables_are_set() -> None:
     enabled, missing = select_blocks(blocks, GITHUB)
     assert list(enabled) == ["github"]
     assert enabled["github"]["clientSecret"] == "gh-secret-value"
-    assert list(missing) == ["local", "local-spa", "apple", "google"]
+    assert list(missing) == ["local", "local-two", "local-spa", "apple", "google"]
 
 
 def test_a_bad_variable_reference_is_a_configuration_error() -> None:
@@ -106,6 +110,7 @@ def test_a_bad_variable_reference_is_a_configuration_error() -> None:
 def test_the_local_blocks_use_the_client_the_runner_registers() -> None:
     blocks = load_yaml_blocks(PROVIDERS_FILE)
     assert blocks["local"]["clientID"] == CLIENT_ID
+    assert blocks["local-two"]["clientID"] == CLIENT_ID
     assert blocks["local-spa"]["clientID"] == CLIENT_ID
     assert "authorizationURL" not in blocks["local-spa"]  # the browser runs that step
 
@@ -235,7 +240,7 @@ def test_flask_social_commands_on_the_example() -> None:
         runner = running.app.test_cli_runner()
         check = runner.invoke(social_cli, ["check"])
         assert check.exit_code == 0, check.output
-        assert check.stdout == "ok: 2 providers (local, local-spa)\n"
+        assert check.stdout == "ok: 3 providers (local, local-two, local-spa)\n"
         listing = runner.invoke(social_cli, ["providers"]).stdout
         assert f"  redirect URL:   {running.url}authenticate/local\n" in listing
         assert f"  profile:        {running.idp.userinfo_url}\n" in listing
@@ -431,3 +436,97 @@ def test_the_development_servers_access_log_hides_callback_codes(
         assert query["code"] not in line
         assert query["state"] not in line
         assert "code=" not in line
+
+
+# -- the account page: link a second provider, call the APIs across a refresh, unlink -----------
+
+BOB = LocalUser.from_name_email("Bob Builder", "bob@example.test")
+
+
+@pytest.fixture
+def two_local() -> Iterator[tuple[Flask, LocalIdentityProvider, LocalIdentityProvider]]:
+    """The example app with both local providers, each on its own identity provider whose
+    access tokens live 60 seconds."""
+    with local_idp(access_token_ttl=60) as idp, local_idp(access_token_ttl=60) as idp2:
+        secrets_ = {name: secrets.token_urlsafe(16) for name in ("local", "local-two")}
+        local_idp_block(idp, "local", client_id=CLIENT_ID, client_secret=secrets_["local"])
+        local_idp_block(idp2, "local-two", client_id=CLIENT_ID, client_secret=secrets_["local-two"])
+        app = create_app(
+            {
+                "LOCAL_IDP_URL": idp.url,
+                "LOCAL_IDP_CLIENT_SECRET": secrets_["local"],
+                "LOCAL_IDP2_URL": idp2.url,
+                "LOCAL_IDP2_CLIENT_SECRET": secrets_["local-two"],
+            }
+        )
+        yield app, idp, idp2
+
+
+def account_form(client: FlaskClient, action: str) -> dict[str, str]:
+    page = client.get("/profile").get_data(as_text=True)
+    assert f'action="{action}"' in page, page
+    return {"csrf_token": csrf_token(client)}
+
+
+def test_link_call_across_a_refresh_unlink_and_sign_out(
+    two_local: tuple[Flask, LocalIdentityProvider, LocalIdentityProvider],
+) -> None:
+    app, idp, idp2 = two_local
+    client = app.test_client()
+    sign_in(client, "local", ADA, next="/profile")
+    page = client.get("/profile").get_data(as_text=True)
+    assert "Your sign-ins (Ada Lovelace)" in page
+    assert 'id="link-local-two"' in page
+    assert sign_in(client, "local-two", BOB).headers["Location"] == "/profile"
+    page = client.get("/profile").get_data(as_text=True)
+    assert 'id="identity-local"' in page
+    assert 'id="identity-local-two"' in page
+    assert 'id="link-local-two"' not in page
+    assert "Your sign-ins (Ada Lovelace)" in page  # Bob's account is linked to Ada's user
+
+    call = f"/call/local/{ADA.sub}"
+    answer = client.post(call, data=account_form(client, call))
+    assert answer.status_code == 200
+    text = html.unescape(answer.get_data(as_text=True))
+    assert 'id="api-status">200<' in text
+    assert f'"sub": "{ADA.sub}"' in text
+    assert "after refreshing" not in text
+    with app.app_context():  # the minute is over
+        store = app.extensions["social_oauth2"].runtime.token_store
+        token = store.load("local", ADA.sub)
+        store.save("local", ADA.sub, dataclasses.replace(token, expires_at=time.time() - 1))
+    answer = client.post(call, data=account_form(client, call))
+    assert 'id="api-refreshed"' in answer.get_data(as_text=True)
+    assert [r.grant_type for r in idp.token_requests].count("refresh_token") == 1
+
+    foreign = f"/unlink/local/{BOB.sub}"  # Bob's key at the other provider: not Ada's identity
+    assert client.post(foreign, data=account_form(client, call)).status_code == 404
+    unlink = f"/unlink/local-two/{BOB.sub}"
+    done = client.post(unlink, data=account_form(client, unlink), follow_redirects=True)
+    assert "Second local identity provider is unlinked." in done.get_data(as_text=True)
+    assert len(idp2.revocation_requests) == 1
+    assert 'id="identity-local-two"' not in done.get_data(as_text=True)
+
+    other_browser = app.test_client()  # Ada again elsewhere: the same user, found by identity
+    sign_in(other_browser, "local", ADA)
+    assert "Your sign-ins (Ada Lovelace)" in other_browser.get("/profile").get_data(as_text=True)
+    with app.app_context():
+        assert app.extensions["example_users"].get("2") is None  # no second user was made
+
+    assert client.post("/sign-out", data={"csrf_token": csrf_token(client)}).status_code == 303
+    assert client.get("/profile").headers["Location"] == "/"
+    refused = client.post(call, data={"csrf_token": "x"})
+    assert refused.status_code == 400
+
+
+def test_unlinking_the_last_identity_signs_out(
+    two_local: tuple[Flask, LocalIdentityProvider, LocalIdentityProvider],
+) -> None:
+    app, idp, _ = two_local
+    client = app.test_client()
+    sign_in(client, "local", ADA)
+    unlink = f"/unlink/local/{ADA.sub}"
+    done = client.post(unlink, data=account_form(client, unlink), follow_redirects=True)
+    assert "it was your last sign-in, so you are signed out." in done.get_data(as_text=True)
+    assert len(idp.revocation_requests) == 1
+    assert client.get("/profile").headers["Location"] == "/"

@@ -490,6 +490,14 @@ def answers(
     )
 
 
+def _utf8(value: object) -> bool:
+    try:
+        str(value).encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 @st.composite
 def id_token_claims(draw: Any, issuer: str) -> dict[str, Any]:
     """Claims of an ID token: valid ones with some changed to odd values (the nonce is filled
@@ -504,7 +512,9 @@ def id_token_claims(draw: Any, issuer: str) -> dict[str, Any]:
         "email": "ada@example.org",
     }
     names = ("iss", "sub", "aud", "exp", "iat", "nbf", "nonce", "email", "email_verified", "azp")
-    scalar = SCALARS.filter(lambda value: not isinstance(value, RawJSON))  # not JSON-encodable
+    # RawJSON is not JSON-encodable; a lone surrogate is not UTF-8, which joserfc before 1.8
+    # (tests-min) refuses to sign (later versions escape it)
+    scalar = SCALARS.filter(lambda value: not isinstance(value, RawJSON) and _utf8(value))
     odd = st.one_of(scalar, st.lists(scalar, max_size=2))
     claims.update(draw(st.dictionaries(st.sampled_from(names), odd, max_size=3)))
     return claims

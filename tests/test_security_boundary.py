@@ -145,6 +145,7 @@ CHANGES: dict[str, SettingsChange] = {
     ),
     "token endpoint": lambda s, other: s.replace(access_token_url=other.token_url),
     "client id": lambda s, other: s.replace(client_id="another-client"),
+    "redirect_uri": lambda s, other: s.replace(redirect_url="/tenant/local"),
     "issuer": lambda s, other: s.replace(custom_properties={"issuer": other.issuer}),
     "openid dropped": lambda s, other: s.replace(scope="profile email"),
 }

@@ -34,6 +34,8 @@ except ImportError:  # run without the tests/ directory on sys.path
     from fault_server import Behaviour, FaultServer, RecordedRequest
 
 from helpers import example_yaml_value
+from provider_sign_in import PLAIN_TOKEN
+from provider_sign_in import sign_in as route_sign_in
 
 from flask_social_oauth2 import OAuth2Info, OAuth2Settings, SocialOAuth2, SocialProfile
 from flask_social_oauth2.config import StringScalarLoader
@@ -657,6 +659,86 @@ def test_failed_profile_request_is_a_profile_error(server: FaultServer, name: st
         provider_of(social, name).retrieve_profile(info)
     assert "401" in str(caught.value)
     assert ACCESS_TOKEN not in str(caught.value)
+
+
+# -- the same providers through the app's own route ------------------------------------------
+
+
+def serve_recorded_answers(server: FaultServer, name: str) -> Any:
+    """Serve ``name``'s recorded token answer (or a plain bearer token), profile and extra
+    answers; the token answer served."""
+    case = CASES[name]
+    token = fixture(f"{name}.token") if has_fixture(f"{name}.token") else dict(PLAIN_TOKEN)
+    server.set("/token", Behaviour.json(token))
+    server.set(case.api_path, Behaviour.json(fixture(name)))
+    for path, fixture_name in case.extra.items():
+        server.set(path, Behaviour.json(fixture(fixture_name)))
+    return token
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_whole_sign_in_with_the_documented_answers(server: FaultServer, name: str) -> None:
+    """Start at the app's route, come back with a code and the state, and end in the
+    ``on_authenticated`` handler with the profile of the recorded answers."""
+    case = CASES[name]
+    token = serve_recorded_answers(server, name)
+    outcome = route_sign_in(server, name, block_for(server, name, case.api_path))
+
+    assert outcome.status == 200, outcome.error
+    assert outcome.profile is not None
+    assert outcome.info is not None
+    assert outcome.profile.provider_id == name
+    assert profile_values(outcome.profile) == dict(case.expected)
+    assert outcome.info.access_token == token["access_token"]
+    query = outcome.authorization_query
+    assert (query["client_id"], query["response_type"]) == (CLIENT_ID, "code")
+    assert query["code_challenge_method"] == "S256"
+    token_request = only_request(server, "/token")
+    body = form_of(token_request)
+    assert (body["code"], body["grant_type"]) == (CODE, "authorization_code")
+    assert len(body["code_verifier"]) >= 43
+    assert server.count(case.api_path) == (0 if name == "strava" else 1)
+    check_requests(server, name, outcome.info.access_token)
+    for request in server.requests:
+        assert CLIENT_SECRET not in request.target
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_whole_sign_in_refused_token_request_is_an_error_page(
+    server: FaultServer, name: str
+) -> None:
+    """RFC 6749 5.2's error answer (HTTP 400, ``{"error": "invalid_grant"}``), which each of
+    these providers documents for a used or expired code: a 502 page, no profile request."""
+    answer = {"error": "invalid_grant", "error_description": "The code has expired."}
+    server.set("/token", Behaviour.json(answer, status=400))
+    outcome = route_sign_in(server, name, block_for(server, name, CASES[name].api_path))
+
+    assert outcome.status == 502
+    assert isinstance(outcome.error, UnexpectedResponseError)
+    assert outcome.profile is None
+    assert [request.path for request in server.requests] == ["/token"]
+    assert CODE not in str(outcome.error)
+    assert CLIENT_SECRET not in str(outcome.error)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_whole_sign_in_refused_profile_request_is_an_error_page(
+    server: FaultServer, name: str
+) -> None:
+    case = CASES[name]
+    serve_recorded_answers(server, name)
+    server.set(case.api_path, Behaviour.json({"error": "invalid_token"}, status=401))
+    if name == "strava":  # the athlete comes with the token: take it away
+        token = fixture("strava.token")
+        token.pop("athlete")
+        server.set("/token", Behaviour.json(token))
+    outcome = route_sign_in(server, name, block_for(server, name, case.api_path))
+
+    assert outcome.status == 502
+    assert isinstance(outcome.error, ProfileRetrievalError)
+    assert "401" in str(outcome.error)
+    assert outcome.profile is None
+    assert ACCESS_TOKEN not in str(outcome.error)
 
 
 # -- the registry ----------------------------------------------------------------------------

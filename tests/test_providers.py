@@ -41,6 +41,7 @@ from flask_social_oauth2 import OAuth2Info, OAuth2Settings, SocialOAuth2, Social
 from flask_social_oauth2.config import StringScalarLoader
 from flask_social_oauth2.errors import (
     ConfigurationError,
+    InvalidCallbackError,
     ProfileRetrievalError,
     UnexpectedResponseError,
 )
@@ -1149,6 +1150,80 @@ def test_vk_id_error_answer_is_a_profile_error(server: FaultServer) -> None:
         vk_id_profile(server, answer)
     assert "invalid_token" in str(caught.value)
     assert fixture("vk.id.token")["access_token"] not in str(caught.value)
+
+
+def vk_id_block(server: FaultServer) -> dict[str, Any]:
+    return block_for(server, "vk", "/oauth2/user_info", scope="vkid.personal_info email")
+
+
+def test_vk_id_whole_sign_in_forwards_the_device_id(server: FaultServer) -> None:
+    """VK ID's callback names the device; its token request must carry it, the state and the
+    PKCE verifier (https://id.vk.com/about/faq/business/vkid/authorization/30011)."""
+    server.set("/token", Behaviour.json(fixture("vk.id.token")))
+    server.set("/oauth2/user_info", Behaviour.json(fixture("vk.id")))
+    seen: dict[str, str] = {}
+    outcome = route_sign_in(
+        server,
+        "vk",
+        vk_id_block(server),
+        callback={"device_id": "vkid-device-4Fq_9", "type": "code_v2"},
+        on_start=seen.update,
+    )
+
+    assert outcome.status == 200, outcome.error
+    assert outcome.profile is not None
+    assert outcome.info is not None
+    assert (outcome.profile.provider_key, outcome.profile.full_name) == (
+        "1234567890",
+        "Ivan Ivanov",
+    )
+    assert outcome.info.params["device_id"] == "vkid-device-4Fq_9"
+    assert seen["scope"] == "vkid.personal_info email"
+    assert seen["code_challenge_method"] == "S256"
+    body = form_of(only_request(server, "/token"))
+    assert body["device_id"] == "vkid-device-4Fq_9"
+    assert body["state"] == seen["state"]
+    assert body["code"] == CODE
+    challenge = base64.urlsafe_b64encode(hashlib.sha256(body["code_verifier"].encode()).digest())
+    assert challenge.rstrip(b"=").decode() == seen["code_challenge"]
+    profile_body = form_of(only_request(server, "/oauth2/user_info"))
+    assert profile_body["client_id"] == CLIENT_ID
+
+
+def test_vk_id_refresh_sends_the_device_id_again(server: FaultServer) -> None:
+    renewed = {**fixture("vk.id.token"), "access_token": "vk-id-renewed", "refresh_token": "r2"}
+    server.set("/token", Behaviour.json(renewed))
+    info = OAuth2Info(access_token="a", refresh_token="r1", params={"device_id": "dev-1"})
+    app, social = make_app({"vk": vk_id_block(server)})
+    with app.app_context():
+        result = provider_of(social, "vk").refresh(info)
+    assert (result.access_token, result.params["device_id"]) == ("vk-id-renewed", "dev-1")
+    body = form_of(only_request(server, "/token"))
+    assert (body["grant_type"], body["refresh_token"], body["device_id"]) == (
+        "refresh_token",
+        "r1",
+        "dev-1",
+    )
+
+
+@pytest.mark.parametrize("device", ["a b", "x" * 257, "dev\u00e9", "../x?y"])
+def test_vk_id_malformed_device_id_is_refused_before_anything_is_sent(
+    server: FaultServer, device: str
+) -> None:
+    outcome = route_sign_in(server, "vk", vk_id_block(server), callback={"device_id": device})
+    assert outcome.status == 400
+    assert isinstance(outcome.error, InvalidCallbackError)
+    assert server.count() == 0
+
+
+def test_legacy_vk_sign_in_sends_no_device_id_or_state(server: FaultServer) -> None:
+    serve_recorded_answers(server, "vk")
+    outcome = route_sign_in(server, "vk", block_for(server, "vk", CASES["vk"].api_path))
+    assert outcome.profile is not None, outcome.error
+    body = form_of(only_request(server, "/token"))
+    assert "device_id" not in body
+    assert "state" not in body
+    assert "device_id" not in outcome.profile.raw
 
 
 # -- Strava ------------------------------------------------------------------------------------

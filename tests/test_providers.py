@@ -1862,3 +1862,17 @@ def test_docs_table_says_where_email_verified_comes_from() -> None:
     assert rows["microsoft"] == "`None` (not said)"
     assert rows["reddit"] == "no e-mail"
     assert rows["bitbucket"].startswith("`True` from the list's verified entry")
+
+
+@pytest.mark.parametrize("name", sorted(PROVIDER_FACTS))
+def test_docs_section_states_client_auth_api_base_and_revocation(name: str) -> None:
+    facts = PROVIDER_FACTS[name]
+    section = docs.section(facts)
+    glance = next(line for line in section.splitlines() if line.startswith("*At a glance:*"))
+    assert f"client authentication `{facts.client_auth}`" in glance
+    for value in (facts.api_base, facts.revocation_url, facts.api_base_from_token_answer):
+        if value is not None:
+            assert f"`{value}`" in glance
+    if facts.revocation_url is None and not facts.openid_connect:
+        assert "revocation: none built in" in glance
+    assert glance in DOCS_PAGE.read_text(encoding="utf-8")

@@ -34,11 +34,14 @@ except ImportError:  # run without the tests/ directory on sys.path
     from fault_server import Behaviour, FaultServer, RecordedRequest
 
 from helpers import example_yaml_value
+from provider_sign_in import PLAIN_TOKEN
+from provider_sign_in import sign_in as route_sign_in
 
 from flask_social_oauth2 import OAuth2Info, OAuth2Settings, SocialOAuth2, SocialProfile
 from flask_social_oauth2.config import StringScalarLoader
 from flask_social_oauth2.errors import (
     ConfigurationError,
+    InvalidCallbackError,
     ProfileRetrievalError,
     UnexpectedResponseError,
 )
@@ -659,6 +662,86 @@ def test_failed_profile_request_is_a_profile_error(server: FaultServer, name: st
     assert ACCESS_TOKEN not in str(caught.value)
 
 
+# -- the same providers through the app's own route ------------------------------------------
+
+
+def serve_recorded_answers(server: FaultServer, name: str) -> Any:
+    """Serve ``name``'s recorded token answer (or a plain bearer token), profile and extra
+    answers; the token answer served."""
+    case = CASES[name]
+    token = fixture(f"{name}.token") if has_fixture(f"{name}.token") else dict(PLAIN_TOKEN)
+    server.set("/token", Behaviour.json(token))
+    server.set(case.api_path, Behaviour.json(fixture(name)))
+    for path, fixture_name in case.extra.items():
+        server.set(path, Behaviour.json(fixture(fixture_name)))
+    return token
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_whole_sign_in_with_the_documented_answers(server: FaultServer, name: str) -> None:
+    """Start at the app's route, come back with a code and the state, and end in the
+    ``on_authenticated`` handler with the profile of the recorded answers."""
+    case = CASES[name]
+    token = serve_recorded_answers(server, name)
+    outcome = route_sign_in(server, name, block_for(server, name, case.api_path))
+
+    assert outcome.status == 200, outcome.error
+    assert outcome.profile is not None
+    assert outcome.info is not None
+    assert outcome.profile.provider_id == name
+    assert profile_values(outcome.profile) == dict(case.expected)
+    assert outcome.info.access_token == token["access_token"]
+    query = outcome.authorization_query
+    assert (query["client_id"], query["response_type"]) == (CLIENT_ID, "code")
+    assert query["code_challenge_method"] == "S256"
+    token_request = only_request(server, "/token")
+    body = form_of(token_request)
+    assert (body["code"], body["grant_type"]) == (CODE, "authorization_code")
+    assert len(body["code_verifier"]) >= 43
+    assert server.count(case.api_path) == (0 if name == "strava" else 1)
+    check_requests(server, name, outcome.info.access_token)
+    for request in server.requests:
+        assert CLIENT_SECRET not in request.target
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_whole_sign_in_refused_token_request_is_an_error_page(
+    server: FaultServer, name: str
+) -> None:
+    """RFC 6749 5.2's error answer (HTTP 400, ``{"error": "invalid_grant"}``), which each of
+    these providers documents for a used or expired code: a 502 page, no profile request."""
+    answer = {"error": "invalid_grant", "error_description": "The code has expired."}
+    server.set("/token", Behaviour.json(answer, status=400))
+    outcome = route_sign_in(server, name, block_for(server, name, CASES[name].api_path))
+
+    assert outcome.status == 502
+    assert isinstance(outcome.error, UnexpectedResponseError)
+    assert outcome.profile is None
+    assert [request.path for request in server.requests] == ["/token"]
+    assert CODE not in str(outcome.error)
+    assert CLIENT_SECRET not in str(outcome.error)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_whole_sign_in_refused_profile_request_is_an_error_page(
+    server: FaultServer, name: str
+) -> None:
+    case = CASES[name]
+    serve_recorded_answers(server, name)
+    server.set(case.api_path, Behaviour.json({"error": "invalid_token"}, status=401))
+    if name == "strava":  # the athlete comes with the token: take it away
+        token = fixture("strava.token")
+        token.pop("athlete")
+        server.set("/token", Behaviour.json(token))
+    outcome = route_sign_in(server, name, block_for(server, name, case.api_path))
+
+    assert outcome.status == 502
+    assert isinstance(outcome.error, ProfileRetrievalError)
+    assert "401" in str(outcome.error)
+    assert outcome.profile is None
+    assert ACCESS_TOKEN not in str(outcome.error)
+
+
 # -- the registry ----------------------------------------------------------------------------
 
 
@@ -1067,6 +1150,80 @@ def test_vk_id_error_answer_is_a_profile_error(server: FaultServer) -> None:
         vk_id_profile(server, answer)
     assert "invalid_token" in str(caught.value)
     assert fixture("vk.id.token")["access_token"] not in str(caught.value)
+
+
+def vk_id_block(server: FaultServer) -> dict[str, Any]:
+    return block_for(server, "vk", "/oauth2/user_info", scope="vkid.personal_info email")
+
+
+def test_vk_id_whole_sign_in_forwards_the_device_id(server: FaultServer) -> None:
+    """VK ID's callback names the device; its token request must carry it, the state and the
+    PKCE verifier (https://id.vk.com/about/faq/business/vkid/authorization/30011)."""
+    server.set("/token", Behaviour.json(fixture("vk.id.token")))
+    server.set("/oauth2/user_info", Behaviour.json(fixture("vk.id")))
+    seen: dict[str, str] = {}
+    outcome = route_sign_in(
+        server,
+        "vk",
+        vk_id_block(server),
+        callback={"device_id": "vkid-device-4Fq_9", "type": "code_v2"},
+        on_start=seen.update,
+    )
+
+    assert outcome.status == 200, outcome.error
+    assert outcome.profile is not None
+    assert outcome.info is not None
+    assert (outcome.profile.provider_key, outcome.profile.full_name) == (
+        "1234567890",
+        "Ivan Ivanov",
+    )
+    assert outcome.info.params["device_id"] == "vkid-device-4Fq_9"
+    assert seen["scope"] == "vkid.personal_info email"
+    assert seen["code_challenge_method"] == "S256"
+    body = form_of(only_request(server, "/token"))
+    assert body["device_id"] == "vkid-device-4Fq_9"
+    assert body["state"] == seen["state"]
+    assert body["code"] == CODE
+    challenge = base64.urlsafe_b64encode(hashlib.sha256(body["code_verifier"].encode()).digest())
+    assert challenge.rstrip(b"=").decode() == seen["code_challenge"]
+    profile_body = form_of(only_request(server, "/oauth2/user_info"))
+    assert profile_body["client_id"] == CLIENT_ID
+
+
+def test_vk_id_refresh_sends_the_device_id_again(server: FaultServer) -> None:
+    renewed = {**fixture("vk.id.token"), "access_token": "vk-id-renewed", "refresh_token": "r2"}
+    server.set("/token", Behaviour.json(renewed))
+    info = OAuth2Info(access_token="a", refresh_token="r1", params={"device_id": "dev-1"})
+    app, social = make_app({"vk": vk_id_block(server)})
+    with app.app_context():
+        result = provider_of(social, "vk").refresh(info)
+    assert (result.access_token, result.params["device_id"]) == ("vk-id-renewed", "dev-1")
+    body = form_of(only_request(server, "/token"))
+    assert (body["grant_type"], body["refresh_token"], body["device_id"]) == (
+        "refresh_token",
+        "r1",
+        "dev-1",
+    )
+
+
+@pytest.mark.parametrize("device", ["a b", "x" * 257, "dev\u00e9", "../x?y"])
+def test_vk_id_malformed_device_id_is_refused_before_anything_is_sent(
+    server: FaultServer, device: str
+) -> None:
+    outcome = route_sign_in(server, "vk", vk_id_block(server), callback={"device_id": device})
+    assert outcome.status == 400
+    assert isinstance(outcome.error, InvalidCallbackError)
+    assert server.count() == 0
+
+
+def test_legacy_vk_sign_in_sends_no_device_id_or_state(server: FaultServer) -> None:
+    serve_recorded_answers(server, "vk")
+    outcome = route_sign_in(server, "vk", block_for(server, "vk", CASES["vk"].api_path))
+    assert outcome.profile is not None, outcome.error
+    body = form_of(only_request(server, "/token"))
+    assert "device_id" not in body
+    assert "state" not in body
+    assert "device_id" not in outcome.profile.raw
 
 
 # -- Strava ------------------------------------------------------------------------------------
@@ -1705,3 +1862,17 @@ def test_docs_table_says_where_email_verified_comes_from() -> None:
     assert rows["microsoft"] == "`None` (not said)"
     assert rows["reddit"] == "no e-mail"
     assert rows["bitbucket"].startswith("`True` from the list's verified entry")
+
+
+@pytest.mark.parametrize("name", sorted(PROVIDER_FACTS))
+def test_docs_section_states_client_auth_api_base_and_revocation(name: str) -> None:
+    facts = PROVIDER_FACTS[name]
+    section = docs.section(facts)
+    glance = next(line for line in section.splitlines() if line.startswith("*At a glance:*"))
+    assert f"client authentication `{facts.client_auth}`" in glance
+    for value in (facts.api_base, facts.revocation_url, facts.api_base_from_token_answer):
+        if value is not None:
+            assert f"`{value}`" in glance
+    if facts.revocation_url is None and not facts.openid_connect:
+        assert "revocation: none built in" in glance
+    assert glance in DOCS_PAGE.read_text(encoding="utf-8")

@@ -41,6 +41,7 @@ from flask_social_oauth2.errors import (
     AuthenticationError,
     InvalidCallbackError,
     ProfileRetrievalError,
+    UnexpectedResponseError,
 )
 from flask_social_oauth2.provider import OAuth2Provider
 from flask_social_oauth2.providers import BUILTIN_PROVIDERS, PROVIDER_FACTS, docs
@@ -136,14 +137,31 @@ def test_refused_profile_request_fails_the_sign_in(server: FaultServer, name: st
     assert "EAACEdEose0" not in str(outcome.error)
 
 
+#: The recorded error answers of a token endpoint (each ``.source.txt`` names its page). The
+#: other ``.error.json`` fixtures are a profile endpoint's (Foursquare's ``meta``, PayPal's
+#: ``debug_id``): test_providers_quirks.py serves those where they belong.
+TOKEN_ERRORS: Final = frozenset({"apple", "line", "naver", "tiktok"})
+
+
+def test_token_error_fixtures_are_token_endpoint_answers() -> None:
+    recorded = {name for name in SIGN_INS if has_fixture(f"{name}.error")}
+    assert recorded - TOKEN_ERRORS == {"foursquare", "paypal"}
+    for name in TOKEN_ERRORS:
+        assert "error" in fixture(f"{name}.error")
+
+
 @pytest.mark.parametrize("name", sorted(SIGN_INS))
 def test_token_error_answer_fails_the_sign_in(server: FaultServer, name: str) -> None:
-    error_name = f"{name}.error"
-    answer = fixture(error_name) if has_fixture(error_name) else {"error": "invalid_grant"}
+    """The provider's documented token error answer where one is recorded, else RFC 6749
+    5.2's: a 502 page naming the provider's error code, and no profile request."""
+    answer = fixture(f"{name}.error") if name in TOKEN_ERRORS else {"error": "invalid_grant"}
     server.set("/token", Behaviour.json(answer, status=400))
     outcome = sign_in(server, name, provider_block(server, name, SIGN_INS[name]))
     assert outcome.status == 502
+    assert isinstance(outcome.error, UnexpectedResponseError)
+    assert outcome.error.error_code == answer["error"]
     assert outcome.profile is None
+    assert [request.path for request in server.requests] == ["/token"]
     assert CODE not in str(outcome.error)
     assert CLIENT_SECRET not in str(outcome.error)
 

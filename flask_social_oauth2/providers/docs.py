@@ -176,9 +176,31 @@ def table(facts_by_name: Mapping[str, ProviderFacts]) -> str:
     return "\n".join(rows)
 
 
+def at_a_glance(facts: ProviderFacts) -> str:
+    """The line of a provider's section that states its client authentication, API base and
+    revocation endpoint, as its facts hold them."""
+    base = _code(facts.api_base) if facts.api_base is not None else "none built in"
+    if facts.api_base_from_token_answer is not None:
+        base += f" (the token answer's `{facts.api_base_from_token_answer}` names the user's)"
+    if facts.revocation_url is not None:
+        revocation = _code(facts.revocation_url)
+    elif facts.openid_connect:
+        revocation = "OpenID Connect discovery's `revocation_endpoint`, if any"
+    else:
+        revocation = "none built in"
+    return (
+        f"*At a glance:* client authentication `{facts.client_auth}`; API base for"
+        f" `social.api()`: {base}; revocation: {revocation}"
+        " (`customProperties.apiBaseURL` and `revocationURL` override)."
+    )
+
+
 def section(facts: ProviderFacts) -> str:
-    """A provider's section: its heading, docs paragraph and ready block."""
-    return f"## {facts.title}\n\n{facts.docs.strip()}\n\n```yaml\n{init_block(facts)}\n```\n"
+    """A provider's section: its heading, docs paragraph, facts line and ready block."""
+    return (
+        f"## {facts.title}\n\n{facts.docs.strip()}\n\n{at_a_glance(facts)}\n\n"
+        f"```yaml\n{init_block(facts)}\n```\n"
+    )
 
 
 def render(facts_by_name: Mapping[str, ProviderFacts] = PROVIDER_FACTS) -> str:

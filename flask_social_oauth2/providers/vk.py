@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import contextlib
+import contextvars
+import dataclasses
+import re
+from collections.abc import Iterator, Mapping
 from typing import Any, Final
-from urllib.parse import urlsplit
+from urllib.parse import parse_qsl, urlencode, urlsplit
 
-from ..errors import ProfileRetrievalError
+from flask import has_request_context, request
+
+from ..errors import InvalidCallbackError, ProfileRetrievalError
 from ..flow import safe_error_code
+from ..http_client import ProviderResponse
 from ..profile_fields import ProfileFields, first_text
 from ..settings import OAuth2Info, SocialProfile
 from .base import BuiltinProvider
@@ -19,13 +26,25 @@ DEFAULT_API_VERSION: Final = "5.199"
 DEFAULT_FIELDS: Final = "photo_200,screen_name"
 #: The path of VK ID's profile method (``https://id.vk.com/oauth2/user_info``).
 VK_ID_USER_INFO: Final = "/oauth2/user_info"
+#: The callback parameter (and token request field) naming VK ID's device.
+DEVICE_ID: Final = "device_id"
+#: What a ``device_id`` may look like: URL-safe characters, at most 256 of them.
+_DEVICE_ID: Final = re.compile(r"[A-Za-z0-9._~-]{1,256}")
+#: The ``device_id`` of the refresh in progress (per call, never on the provider).
+_REFRESHING_DEVICE: Final[contextvars.ContextVar[str | None]] = contextvars.ContextVar(
+    "vk_refreshing_device", default=None
+)
 
 FACTS: Final = ProviderFacts(
     name="vk",
     title="VK",
     class_name="VKProvider",
     code=True,
-    code_quirks=("VK ID `user_info` answers", "profile id checked against the token answer"),
+    code_quirks=(
+        "VK ID `user_info` answers",
+        "VK ID `device_id` forwarded",
+        "profile id checked against the token answer",
+    ),
     authorization_url="https://oauth.vk.com/authorize",
     token_url="https://oauth.vk.com/access_token",
     profile_url="https://api.vk.com/method/users.get",
@@ -62,10 +81,14 @@ be the token answer's `user_id`. `customProperties`:
 
 VK ID (the OAuth 2.1 service VK moved sign-in to in 2024): with
 `apiURL: https://id.vk.com/oauth2/user_info` the profile call sends `client_id` and the token
-in the form body and reads its `{{"user": {{"user_id": ...}}}}` answer. VK ID's own
-authorization and token endpoints also want the `device_id` of the callback in the token
-request, which this library does not forward yet. VK says nothing about whether an address is
-verified. VK scopes are separated by commas.
+in the form body and reads its `{{"user": {{"user_id": ...}}}}` answer. Point
+`authorizationURL` at `https://id.vk.com/authorize` and `accessTokenURL` at
+`https://id.vk.com/oauth2/auth` (VK ID requires PKCE, which every sign-in here sends). VK ID's
+callback carries a `device_id`: it is forwarded, with the `state`, in the token request, kept
+in `info.params["device_id"]` and sent again with a refresh (`provider.refresh(info)`); a
+malformed one is refused (400) before anything is sent. VK ID's scopes are separated by
+spaces (`vkid.personal_info email`). VK says nothing about whether an address is verified.
+The legacy API's scopes are separated by commas.
 """,
 )
 
@@ -84,6 +107,54 @@ class VKProvider(BuiltinProvider):
             return {"client_id": self.settings.client_id, "access_token": info.access_token}
         return super().profile_form(info)
 
+    def callback_device_id(self) -> str | None:
+        """The ``device_id`` of VK ID's callback, or ``None`` (the legacy API sends none).
+
+        :raises InvalidCallbackError: for a malformed one (400), before anything is sent.
+        """
+        if not has_request_context():
+            return None
+        named = request.args.get(DEVICE_ID) or request.form.get(DEVICE_ID)
+        if not named:
+            return None
+        if not _DEVICE_ID.fullmatch(named):
+            raise InvalidCallbackError(self.name, f"callback's {DEVICE_ID!r} is malformed")
+        return named
+
+    def exchange_code(self, code: str, *, redirect_uri: str, verifier: str | None) -> OAuth2Info:
+        device = self.callback_device_id()
+        info = super().exchange_code(code, redirect_uri=redirect_uri, verifier=verifier)
+        if device is None:
+            return info
+        return dataclasses.replace(info, params={**info.params, DEVICE_ID: device})
+
+    def refresh(self, info: OAuth2Info, *, scope: str | None = None) -> OAuth2Info:
+        device = info.params.get(DEVICE_ID)
+        if not isinstance(device, str) or not _DEVICE_ID.fullmatch(device):
+            return super().refresh(info, scope=scope)
+        with _refreshing(device):
+            renewed = super().refresh(info, scope=scope)
+        return dataclasses.replace(renewed, params={**renewed.params, DEVICE_ID: device})
+
+    def _post_to_token_endpoint(
+        self, step: str, body: str, url: str | None = None
+    ) -> ProviderResponse:
+        added: list[tuple[str, str]] = []
+        if step == "token request":
+            device = self.callback_device_id()
+            if device is not None:  # VK ID: its token request names the device and state
+                added.append((DEVICE_ID, device))
+                state = request.args.get("state") or request.form.get("state")
+                if state:
+                    added.append(("state", state))
+        elif step == "refresh request":
+            device = _REFRESHING_DEVICE.get()
+            if device is not None:
+                added.append((DEVICE_ID, device))
+        if added:
+            body = urlencode([*parse_qsl(body), *added])
+        return super()._post_to_token_endpoint(step, body, url)
+
     def parse_profile(self, raw: Any, info: OAuth2Info) -> SocialProfile:
         if isinstance(raw, Mapping) and isinstance(raw.get("error"), str):  # VK ID's errors
             code = safe_error_code(raw["error"])
@@ -93,3 +164,13 @@ class VKProvider(BuiltinProvider):
         if expected is not None and expected != profile.provider_key:
             raise ProfileRetrievalError(self.name, "profile's id is not the token's user_id")
         return profile
+
+
+@contextlib.contextmanager
+def _refreshing(device: str) -> Iterator[None]:
+    """Within the block, a refresh request carries ``device``."""
+    token = _REFRESHING_DEVICE.set(device)
+    try:
+        yield
+    finally:
+        _REFRESHING_DEVICE.reset(token)

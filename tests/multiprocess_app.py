@@ -8,6 +8,11 @@ the test gives each of them (above all ``SECRET_KEY``)::
     SOCIAL_TEST_TRUSTED_HOSTS  comma-separated host names for Flask's TRUSTED_HOSTS
     SOCIAL_TEST_INSTANCE       a name for this instance, sent back in ``X-Served-By``
     SOCIAL_TEST_TIMEOUT        SOCIAL_OAUTH2_TIMEOUT (seconds, default 5)
+    SOCIAL_TEST_TOKEN_STORE    SOCIAL_OAUTH2_TOKEN_STORE (default: the extension's, the session)
+
+``GET /api/me`` calls the ``local`` provider's API (``me``, relative to its
+``customProperties.apiBaseURL``) through ``social.api``: as the identity this browser signed in
+with, or as the stored identity ``?key=``; it answers what the provider's API answered.
 
 Served as ``python -m gunicorn 'multiprocess_app:create_app()'`` with ``tests/`` on the path.
 Behind nginx, which sets ``X-Forwarded-For``, ``-Proto`` and ``-Host``, each trusted for one hop
@@ -19,7 +24,7 @@ from __future__ import annotations
 import json
 import os
 
-from flask import Flask, Response, jsonify, session
+from flask import Flask, Response, jsonify, request, session
 from werkzeug.middleware.proxy_fix import ProxyFix
 
 from flask_social_oauth2 import SocialOAuth2
@@ -34,11 +39,13 @@ def create_app() -> Flask:
         SOCIAL_OAUTH2_PROVIDERS=json.loads(os.environ["SOCIAL_TEST_PROVIDERS"]),
         SOCIAL_OAUTH2_TIMEOUT=float(os.environ.get("SOCIAL_TEST_TIMEOUT", "5")),
     )
+    if "SOCIAL_TEST_TOKEN_STORE" in os.environ:
+        app.config["SOCIAL_OAUTH2_TOKEN_STORE"] = os.environ["SOCIAL_TEST_TOKEN_STORE"]
     app.wsgi_app = ProxyFix(  # type: ignore[method-assign]
         app.wsgi_app, x_for=1, x_proto=1, x_host=1
     )
     instance = f"{os.environ.get('SOCIAL_TEST_INSTANCE', 'app')}/{os.getpid()}"
-    SocialOAuth2(app)
+    social = SocialOAuth2(app)
 
     @app.get("/")
     def index() -> str:
@@ -52,6 +59,15 @@ def create_app() -> Flask:
             response.status_code = 401
             return response
         return jsonify(signed_in=True, profile=profile)
+
+    @app.get("/api/me")
+    def api_me() -> Response:
+        answer = social.api("local", key=request.args.get("key")).get("me")
+        return Response(
+            answer.content,
+            status=answer.status_code,
+            content_type=answer.headers.get("Content-Type", "application/octet-stream"),
+        )
 
     @app.after_request
     def served_by(response: Response) -> Response:

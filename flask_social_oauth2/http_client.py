@@ -10,147 +10,29 @@ single use.
 from __future__ import annotations
 
 import functools
-import http.client
-import io
 import json
 import logging
 import os
 import re
-import socket
 import threading
 import time
 import urllib.request
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
-from contextvars import ContextVar
+from collections.abc import Mapping
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Final
 from urllib.parse import urlsplit
 
 import requests
-from requests.adapters import HTTPAdapter
 from requests.cookies import RequestsCookieJar
 from requests.structures import CaseInsensitiveDict
-from urllib3.connection import HTTPConnection, HTTPSConnection
-from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
-from urllib3.poolmanager import PoolManager
-from urllib3.poolmanager import pool_classes_by_scheme as _URLLIB3_POOLS
 
+from .deadline import DeadlineAdapter, deadline
 from .errors import AuthenticationError
 
 logger = logging.getLogger("flask_social_oauth2")
 
 _POOL_SIZE: Final = 32
-
-
-# -- the overall deadline, also while the status line and headers arrive -----------------------
-#
-# urllib3's read timeout bounds each recv(), not a whole answer: a provider that drips its status
-# line and headers one byte per (timeout - a little) would hold the worker for ever. So the pools
-# of our adapter open connections whose responses read through _DeadlineReader, which gives each
-# recv() at most the time left before the deadline of the request under way (a context variable
-# set by ProviderHTTPClient.request) and fails like a read timeout once it has passed. This
-# covers the status line, the headers and the body alike; nothing changes for other users of
-# requests or urllib3.
-
-_deadline: ContextVar[float | None] = ContextVar("flask_social_oauth2_deadline", default=None)
-
-
-class _DeadlineReader(io.RawIOBase):
-    """A socket's raw reader whose every read ends by ``deadline`` (a monotonic time)."""
-
-    def __init__(self, sock: socket.socket, deadline: float) -> None:
-        super().__init__()
-        self._sock = sock
-        # Held, never read from: like any socket file it keeps the socket open while the
-        # response is read, even after the connection closes it (a "Connection: close" answer).
-        self._keep_open = sock.makefile("rb", buffering=0)
-        self._deadline = deadline
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer: Any) -> int:
-        left = self._deadline - time.monotonic()
-        if left <= 0:
-            raise TimeoutError("timed out (overall deadline)")
-        per_read = self._sock.gettimeout()
-        self._sock.settimeout(left if per_read is None else min(per_read, left))
-        try:
-            return self._sock.recv_into(buffer)
-        finally:
-            self._sock.settimeout(per_read)
-
-    def close(self) -> None:
-        self._keep_open.close()
-        super().close()
-
-
-class _DeadlineSocket:
-    """What :class:`http.client.HTTPResponse` asks of its socket (one ``makefile``), answered
-    with a deadline reader: the response reads through it from its first byte."""
-
-    __slots__ = ("_deadline", "_sock")
-
-    def __init__(self, sock: socket.socket, deadline: float) -> None:
-        self._sock = sock
-        self._deadline = deadline
-
-    def makefile(self, mode: str) -> io.BufferedReader:
-        return io.BufferedReader(_DeadlineReader(self._sock, self._deadline))
-
-
-class _DeadlineResponse(http.client.HTTPResponse):
-    """``http.client``'s response, reading through :class:`_DeadlineReader` when a deadline is
-    set for the request under way."""
-
-    def __init__(
-        self,
-        sock: socket.socket,
-        debuglevel: int = 0,
-        method: str | None = None,
-        url: str | None = None,
-    ) -> None:
-        deadline = _deadline.get()
-        source: Any = sock if deadline is None else _DeadlineSocket(sock, deadline)
-        super().__init__(source, debuglevel, method, url)
-
-
-class _DeadlineHTTPConnection(HTTPConnection):
-    response_class = _DeadlineResponse
-
-
-class _DeadlineHTTPSConnection(HTTPSConnection):
-    response_class = _DeadlineResponse
-
-
-class _DeadlineHTTPConnectionPool(HTTPConnectionPool):
-    ConnectionCls = _DeadlineHTTPConnection
-
-
-class _DeadlineHTTPSConnectionPool(HTTPSConnectionPool):
-    ConnectionCls = _DeadlineHTTPSConnection
-
-
-_DEADLINE_POOLS: Final = {
-    "http": _DeadlineHTTPConnectionPool,
-    "https": _DeadlineHTTPSConnectionPool,
-}
-
-
-class _DeadlineAdapter(HTTPAdapter):
-    """An adapter whose pool managers (also those behind a proxy) make deadline-aware pools,
-    set once when each manager is made rather than on every request."""
-
-    def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
-        super().init_poolmanager(*args, **kwargs)
-        self.poolmanager.pool_classes_by_scheme = _DEADLINE_POOLS
-
-    def proxy_manager_for(self, proxy: str, **proxy_kwargs: Any) -> PoolManager:
-        manager: PoolManager = super().proxy_manager_for(proxy, **proxy_kwargs)
-        if manager.pool_classes_by_scheme == _URLLIB3_POOLS:  # not a SOCKS proxy's own pools
-            manager.pool_classes_by_scheme = _DEADLINE_POOLS
-        return manager
 
 
 class _ProviderSession(requests.Session):
@@ -216,7 +98,7 @@ class ProviderHTTPClient:
     """
 
     def __init__(self, pool_size: int = _POOL_SIZE) -> None:
-        self._adapter = _DeadlineAdapter(
+        self._adapter = DeadlineAdapter(
             pool_connections=pool_size, pool_maxsize=pool_size, max_retries=0
         )
         self._ca_bundle = os.environ.get("REQUESTS_CA_BUNDLE") or os.environ.get("CURL_CA_BUNDLE")
@@ -241,15 +123,10 @@ class ProviderHTTPClient:
             session.verify = self._ca_bundle
 
     @staticmethod
-    @contextmanager
-    def deadline(timeout: float) -> Iterator[None]:
+    def deadline(timeout: float) -> AbstractContextManager[None]:
         """Bound every read of the requests sent in the ``with`` block (status line, headers
-        and body alike) by ``timeout`` seconds from now."""
-        token = _deadline.set(time.monotonic() + timeout)
-        try:
-            yield
-        finally:
-            _deadline.reset(token)
+        and body alike) by ``timeout`` seconds from now (see :mod:`.deadline`)."""
+        return deadline(timeout)
 
     @staticmethod
     def check_headers(
@@ -330,9 +207,9 @@ class ProviderHTTPClient:
         if headers:
             _check_header_values(headers, provider, step, host, error)
         started = time.monotonic()
-        deadline_token = _deadline.set(started + timeout)  # read by _DeadlineResponse
         try:
-            response = self._send(method, url, headers, data, params, timeout)
+            with deadline(timeout):  # every read of the answer, also of its body below
+                response = self._send(method, url, headers, data, params, timeout)
         except requests.Timeout:
             raise error(provider, f"{step} to {host} timed out", status_code=504) from None
         except requests.exceptions.SSLError:
@@ -340,8 +217,6 @@ class ProviderHTTPClient:
         except requests.RequestException as exc:
             reason = type(exc).__name__
             raise error(provider, f"{step} to {host} failed: {reason}", status_code=502) from None
-        finally:
-            _deadline.reset(deadline_token)
         try:
             body = _read_body(response, provider, step, host, error, max_bytes)
         finally:
@@ -457,7 +332,7 @@ def _read_body(
     max_bytes: int,
 ) -> bytes:
     """The whole body, at most ``max_bytes``, read in one call: each read ends by the request's
-    deadline (see :class:`_DeadlineReader`), and one byte past the cap tells an oversized
+    deadline (see :mod:`.deadline`), and one byte past the cap tells an oversized
     answer, whether it declares its length, is chunked or is endless."""
     declared = response.headers.get("Content-Length")
     if declared is not None:

@@ -1,6 +1,7 @@
 """Helpers the test modules share: provider blocks, flow steps and sign-ins; for the OpenID
 Connect tests, what an app's hooks saw and a hand-signed OpenID provider served by the fault
-server, for answers the real one cannot give (an EC key, an HMAC token, a broken key set).
+server, for answers the real one cannot give (an EC key, an HMAC token, a broken key set); for
+the token store tests, tokens and a rotating renewer.
 
 Fixtures live in conftest.py; everything a test imports by name lives here.
 """
@@ -10,8 +11,10 @@ from __future__ import annotations
 import functools
 import json
 import logging
+import secrets
 import signal
 import subprocess
+import threading
 import time
 import warnings
 from collections.abc import Callable, Iterator, Sequence
@@ -33,7 +36,7 @@ from flask_social_oauth2 import (
     SocialProfile,
     SocialProvider,
 )
-from flask_social_oauth2.errors import AuthenticationError
+from flask_social_oauth2.errors import AuthenticationError, SignInRequiredError
 from flask_social_oauth2.local_idp import LocalIdentityProvider, LocalUser
 from flask_social_oauth2.signals import authentication_failed
 
@@ -434,3 +437,56 @@ def browser_code(server: LocalIdentityProvider, verifier: str, **params: str) ->
     answer = requests.get(server.authorization_url, params=query, allow_redirects=False, timeout=10)
     assert answer.status_code in (302, 303), answer.text
     return query_of(answer.headers["Location"])["code"]
+
+
+# -- token stores -----------------------------------------------------------------------------
+
+
+def make_token(*, expired: bool = False, lifetime: int = 3600, **params: str) -> OAuth2Info:
+    """A fresh token; ``expired`` makes it due for a refresh."""
+    now = time.time()
+    return OAuth2Info(
+        access_token="at-" + secrets.token_urlsafe(16),
+        token_type="Bearer",
+        expires_in=lifetime,
+        refresh_token="rt-" + secrets.token_urlsafe(16),
+        params={"id_token": "idt-" + secrets.token_urlsafe(16), **params},
+        expires_at=now - 1 if expired else now + lifetime,
+    )
+
+
+@dataclass
+class RotatingRenewer:
+    """A provider's refresh endpoint that rotates refresh tokens and refuses a used one
+    (``invalid_grant``), counting the renewals it was asked for."""
+
+    valid_refresh_token: str
+    delay: float = 0.05
+    calls: int = 0
+    issued: list[OAuth2Info] = field(default_factory=list)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def __call__(self, info: OAuth2Info) -> OAuth2Info:
+        with self._lock:
+            self.calls += 1
+            if info.refresh_token != self.valid_refresh_token:
+                raise SignInRequiredError("local", "the provider refused the refresh")
+        time.sleep(self.delay)  # widen the window in which a second renewal could start
+        renewed = make_token()
+        with self._lock:
+            self.valid_refresh_token = renewed.refresh_token or ""
+            self.issued.append(renewed)
+        return renewed
+
+
+def kept(info: OAuth2Info | None) -> tuple[object, ...] | None:
+    """What a store keeps of ``info`` (never the ID token), for comparing tokens."""
+    if info is None:
+        return None
+    return (
+        info.access_token,
+        info.token_type,
+        info.refresh_token,
+        info.expires_in,
+        info.expires_at,
+    )

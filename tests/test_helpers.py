@@ -2,11 +2,31 @@
 
 from __future__ import annotations
 
+import ast
 import subprocess
 import sys
 import time
+from pathlib import Path
+from typing import Final
 
 from helpers import child_process, stop_process
+
+TESTS: Final = Path(__file__).parent
+
+#: The modules of tests/ that are not test modules, each one thing. Shared helpers go into
+#: helpers.py; a new module here is a deliberate choice.
+SUPPORT_MODULES: Final = {
+    "conftest": "fixtures, nothing else",
+    "helpers": "the helpers and constants tests share",
+    "fault_server": "a real HTTP(S) server on loopback that misbehaves on demand",
+    "postgres_server": "a throwaway PostgreSQL server",
+    "multiprocess_support": "gunicorn, nginx and simulated browsers for the multiprocess tests",
+    "multiprocess_app": "the app those gunicorn processes serve",
+    "token_refresh_child": "one process of the two-process refresh test",
+    "provider_sign_in": "the recorded-answer sign-in harness of the built-in providers",
+    "provider_cases": "the recorded-answer cases that harness runs",
+    "fuzz_targets": "the atheris fuzz targets",
+}
 
 #: A child that ignores Ctrl-C and SIGTERM, as a wedged server would.
 STUBBORN = """
@@ -56,3 +76,18 @@ def test_a_well_behaved_child_ends_at_ctrl_c() -> None:
         stop_process(process, grace=10)
         assert process.stdout.read() == "bye\n"
     assert process.returncode == 0
+
+
+def test_conftest_holds_fixtures_only() -> None:
+    tree = ast.parse((TESTS / "conftest.py").read_text(encoding="utf-8"))
+    functions = [node for node in tree.body if isinstance(node, ast.FunctionDef)]
+    assert functions
+    for function in functions:
+        decorators = [ast.unparse(decorator) for decorator in function.decorator_list]
+        assert any(text.startswith("pytest.fixture") for text in decorators), function.name
+    assert not [node.name for node in tree.body if isinstance(node, ast.ClassDef)]
+
+
+def test_shared_helpers_live_in_one_module() -> None:
+    support = {path.stem for path in TESTS.glob("*.py") if not path.stem.startswith("test_")}
+    assert support == set(SUPPORT_MODULES)

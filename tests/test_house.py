@@ -94,6 +94,50 @@ def test_the_package_has_no_import_cycle() -> None:
     assert cycle is None, "import cycle: " + " -> ".join(cycle or [])
 
 
+#: The rooms from the top floor down (DESIGN.md's layout list, with the modules it does not
+#: name placed where their imports put them). A room imports only rooms on lower floors; rooms
+#: of one floor do not import each other. Two places differ from the list's order: the
+#: built-in ``providers/`` stand above ``provider.py``, because their classes extend
+#: :class:`~flask_social_oauth2.provider.OAuth2Provider`; and ``local_idp/``, a provider of its
+#: own for development, stands above ``urls.py``, whose address checks it shares.
+FLOORS: tuple[tuple[str, ...], ...] = (
+    ("__init__",),
+    ("extension",),
+    ("cli", "pytest_plugin"),
+    ("testing", "checks", "api"),
+    ("app_state",),
+    ("providers",),
+    ("provider",),
+    ("sign_in",),
+    ("id_token", "revocation", "runtime"),
+    ("discovery", "flow", "social_provider", "profile_fields", "callback", "tokens"),
+    ("document_cache", "state_cookie", "config", "local_idp"),
+    ("http_client",),
+    ("settings", "deadline"),
+    ("errors", "signals", "redirects", "urls"),
+)
+
+
+def room(module: str) -> str:
+    """The top-level module or subpackage of the package that ``module`` is in."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def test_every_room_imports_only_rooms_on_lower_floors() -> None:
+    floor = {name: level for level, names in enumerate(FLOORS) for name in names}
+    graph = import_graph()
+    unplaced = sorted({room(module) for module in graph} - set(floor))
+    assert not unplaced, f"place these in FLOORS: {unplaced}"
+    upward = sorted(
+        f"{module} -> {target}"
+        for module, targets in graph.items()
+        for target in targets
+        if room(module) != room(target) and floor[room(target)] <= floor[room(module)]
+    )
+    assert not upward, "imports that do not go down: " + ", ".join(upward)
+
+
 def test_the_cycle_finder_finds_a_cycle() -> None:
     graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
     assert find_cycle(graph) == ["a", "b", "c", "a"]

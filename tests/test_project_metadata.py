@@ -1,5 +1,6 @@
 """pyproject.toml declares what the package imports, tests-min pins exactly the declared floors,
-and every extra that a document or a message names exists."""
+and every extra that a document or a message names exists; tox, pre-commit and CHANGES.md keep
+the Pallets habits."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import sys
 import tomllib
 from pathlib import Path
 
+import yaml
 from packaging.requirements import Requirement
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -149,3 +151,37 @@ def test_the_benchmark_smoke_run_is_part_of_the_default_suite() -> None:
     assert "pytest.mark." not in source
     assert "pytestmark" not in source
     assert "def test_one_whole_flow_round" in source
+
+
+def test_pre_commit_runs_ruff_and_the_file_hygiene_hooks() -> None:
+    config = yaml.safe_load((ROOT / ".pre-commit-config.yaml").read_text(encoding="utf-8"))
+    hooks = {
+        repo["repo"].rsplit("/", 1)[-1]: {hook["id"] for hook in repo["hooks"]}
+        for repo in config["repos"]
+    }
+    assert hooks["ruff-pre-commit"] == {"ruff-check", "ruff-format"}
+    assert {
+        "check-merge-conflict",
+        "debug-statements",
+        "trailing-whitespace",
+        "end-of-file-fixer",
+        "check-yaml",
+        "check-toml",
+    } <= hooks["pre-commit-hooks"]
+
+
+def test_changes_has_the_pallets_form() -> None:
+    """A heading per version, newest first, its date or "Unreleased" under it, then a bullet
+    per change."""
+    text = (ROOT / "CHANGES.md").read_text(encoding="utf-8")
+    assert text.startswith("# Changes\n")
+    sections = re.split(r"^## ", text, flags=re.MULTILINE)[1:]
+    assert sections
+    for section in sections:
+        heading, status, *body = [line for line in section.splitlines() if line.strip()]
+        assert re.fullmatch(r"Version \d+\.\d+\.\d+", heading), heading
+        assert re.fullmatch(r"Unreleased|Released \d{4}-\d{2}-\d{2}", status), status
+        assert body[0].startswith("- ")
+        assert all(line.startswith(("- ", "  ")) for line in body), heading
+    version = PROJECT["version"].split(".dev")[0]
+    assert sections[0].startswith(f"Version {version}\n")

@@ -10,9 +10,8 @@ from typing import Any
 import pytest
 from cryptography.fernet import Fernet, InvalidToken
 from flask import Flask, jsonify, session
-from helpers import MakeApp, sign_in
+from helpers import MakeApp, RotatingRenewer, make_token, sign_in
 from itsdangerous import URLSafeTimedSerializer
-from token_helpers import RotatingRenewer, make_token
 
 from flask_social_oauth2.errors import ConfigurationError, SignInRequiredError
 from flask_social_oauth2.local_idp import LocalIdentityProvider

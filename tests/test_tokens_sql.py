@@ -16,8 +16,16 @@ import pytest
 import sqlalchemy as sa
 from cryptography.fernet import Fernet
 from flask import Flask
-from helpers import MakeApp, assert_not_logged, idp_block, sign_in, token_strings
-from token_helpers import RotatingRenewer, kept, make_token
+from helpers import (
+    MakeApp,
+    RotatingRenewer,
+    assert_not_logged,
+    idp_block,
+    kept,
+    make_token,
+    sign_in,
+    token_strings,
+)
 
 from flask_social_oauth2.errors import SignInRequiredError, TokenStoreUnavailableError
 from flask_social_oauth2.local_idp import LocalIdentityProvider

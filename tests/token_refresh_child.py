@@ -10,7 +10,7 @@ import threading
 import time
 
 from flask import Flask
-from token_helpers import make_token
+from helpers import make_token
 
 from flask_social_oauth2.settings import OAuth2Info
 from flask_social_oauth2.tokens import SQLAlchemyTokenStore

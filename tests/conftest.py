@@ -16,6 +16,7 @@ from flask import Flask
 
 sys.path.insert(0, str(Path(__file__).parent))
 
+from atproto_server import AtprotoServer, AtprotoServerError
 from fault_server import FaultServer
 from helpers import ALICE, CLIENT_ID, CLIENT_SECRET, LOCAL_REDIRECT, MakeApp, idp_block
 
@@ -157,6 +158,19 @@ def ec_key() -> Any:
     from joserfc.jwk import ECKey
 
     return ECKey.generate_key("P-256", parameters={"kid": "ec-1", "use": "sig"})
+
+
+@pytest.fixture(scope="session")
+def atproto_server() -> Iterator[AtprotoServer]:
+    """The AT Protocol reference PDS (with its OAuth server) and an in-memory PLC directory on
+    loopback, with the accounts alice.test and bob.test: an ``atproto_server.AtprotoServer``.
+    The first run on a machine installs them (about two minutes; cached after). Fails (never
+    skips) when npm or the C++ tool chain is missing."""
+    try:
+        with AtprotoServer() as server:
+            yield server
+    except AtprotoServerError as failure:
+        pytest.fail(str(failure))
 
 
 @pytest.fixture(scope="session")

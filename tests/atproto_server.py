@@ -177,13 +177,23 @@ def _npm(
 
 class AtprotoServer:
     """``with AtprotoServer() as server:`` installs (once), starts the PLC and the PDS, and
-    stops them on the way out."""
+    stops them on the way out.
+
+    ``http_client_metadata=True`` opens server.mjs's test seam: a client ID such as
+    ``http://localhost:PORT/client-metadata.json`` (or on 127.0.0.1) is fetched and accepted as a
+    client metadata document, its redirect URIs and ``jwks_uri`` on loopback http, which the
+    real server refuses (it takes only https on a public name). Every other client ID, the
+    loopback development client ``http://localhost?...`` included, is judged as the real server
+    judges it."""
 
     pds_url: str
     plc_url: str
     accounts: dict[str, Account]
 
-    def __init__(self, *, ready_timeout: float = READY_TIMEOUT) -> None:
+    def __init__(
+        self, *, http_client_metadata: bool = False, ready_timeout: float = READY_TIMEOUT
+    ) -> None:
+        self.http_client_metadata = http_client_metadata
         self.ready_timeout = ready_timeout
         self.install_dir: Path | None = None
         self.start_seconds = 0.0
@@ -222,9 +232,14 @@ class AtprotoServer:
         os.replace(copy.name, script)
         self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 - closed by _stop()
         started = time.monotonic()
+        environment = dict(os.environ)
+        environment.pop("ATPROTO_HTTP_CLIENT_METADATA", None)
+        if self.http_client_metadata:
+            environment["ATPROTO_HTTP_CLIENT_METADATA"] = "1"
         self._process = subprocess.Popen(
             [str(self.node), str(script)],
             cwd=self.install_dir,
+            env=environment,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=self._stderr,

@@ -174,6 +174,19 @@ def atproto_server() -> Iterator[AtprotoServer]:
 
 
 @pytest.fixture(scope="session")
+def atproto_server_http_clients() -> Iterator[AtprotoServer]:
+    """Another such PDS, with server.mjs's test seam open: it also takes a client metadata
+    document served over http on loopback (``http://127.0.0.1:PORT/client-metadata.json``), for
+    confidential (``private_key_jwt``) clients; the real server takes only https on a public
+    name."""
+    try:
+        with AtprotoServer(http_client_metadata=True) as server:
+            yield server
+    except AtprotoServerError as failure:
+        pytest.fail(str(failure))
+
+
+@pytest.fixture(scope="session")
 def postgres_url() -> Iterator[str]:
     """The SQLAlchemy URL of a real PostgreSQL server on loopback, started for the test run and
     removed after. Fails (never skips) when PostgreSQL is not installed."""

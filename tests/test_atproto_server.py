@@ -25,6 +25,7 @@ from atproto_server import (
     install_key,
     sign_in_and_consent,
 )
+from fault_server import Behaviour, FaultServer
 from joserfc import jwt
 from joserfc.jwk import ECKey
 
@@ -431,3 +432,84 @@ def test_a_missing_npm_is_named(monkeypatch: pytest.MonkeyPatch, tmp_path: Path)
     with pytest.raises(AtprotoServerError, match="npm is not installed"):
         ensure_installed()
     assert not (tmp_path / "cache" / f"atproto-{install_key()}").exists()
+
+
+def test_a_confidential_client_signs_in_through_the_http_client_metadata_seam(
+    atproto_server_http_clients: AtprotoServer, fault_server: FaultServer
+) -> None:
+    """private_key_jwt with a jwks_uri, the client metadata document on loopback http: what the
+    real server refuses (see test_client_ids_the_pds_refuses) and the seam lets through."""
+    server = atproto_server_http_clients
+    # the loopback development client is judged as ever
+    assert push(server, DPoPClient())[0].status_code == 201
+    wrong, _ = push(server, DPoPClient(), client_id=loopback_client_id("http://localhost:1/cb"))
+    assert wrong.json()["error"] == "invalid_client_metadata"
+
+    key = ECKey.generate_key("P-256", parameters={"kid": "client-1"})
+    client_id = f"{fault_server.url}/client-metadata.json"
+    fault_server.set(
+        "/client-metadata.json",
+        Behaviour.json(
+            {
+                "client_id": client_id,
+                "client_name": "Test client",
+                "application_type": "web",
+                "grant_types": ["authorization_code", "refresh_token"],
+                "response_types": ["code"],
+                "redirect_uris": [REDIRECT_URI],
+                "scope": SCOPE,
+                "dpop_bound_access_tokens": True,
+                "token_endpoint_auth_method": "private_key_jwt",
+                "token_endpoint_auth_signing_alg": "ES256",
+                "jwks_uri": f"{fault_server.url}/jwks.json",
+            }
+        ),
+    )
+    public = {**key.as_dict(private=False), "alg": "ES256", "use": "sig"}
+    fault_server.set("/jwks.json", Behaviour.json({"keys": [public]}))
+
+    def assertion() -> dict[str, str]:
+        now = int(time.time())
+        claims = {
+            "iss": client_id,
+            "sub": client_id,
+            "aud": server.pds_url,
+            "jti": str(uuid.uuid4()),
+            "iat": now,
+            "exp": now + 60,
+        }
+        return {
+            "client_assertion_type": "urn:ietf:params:oauth:client-assertion-type:jwt-bearer",
+            "client_assertion": jwt.encode({"alg": "ES256", "kid": "client-1"}, claims, key),
+        }
+
+    client = DPoPClient()
+    verifier = secrets.token_urlsafe(48)
+    parameters = {
+        "client_id": client_id,
+        "response_type": "code",
+        "redirect_uri": REDIRECT_URI,
+        "scope": SCOPE,
+        "state": secrets.token_urlsafe(16),
+        "code_challenge": _b64(hashlib.sha256(verifier.encode()).digest()),
+        "code_challenge_method": "S256",
+        "code_verifier": verifier,
+    }
+    form = {name: value for name, value in parameters.items() if name != "code_verifier"}
+    unauthenticated = client.request("POST", f"{server.pds_url}/oauth/par", data=form)
+    assert unauthenticated.status_code == 400
+    assert "client_assertion" in unauthenticated.json()["error_description"]
+
+    pushed = client.request("POST", f"{server.pds_url}/oauth/par", data={**form, **assertion()})
+    assert pushed.status_code == 201, pushed.text
+    url = authorize_url(server, parameters, pushed.json()["request_uri"])
+    callback = sign_in_and_consent(url, "alice.test", server.accounts["alice.test"].password)
+    code = dict(parse_qsl(urlsplit(callback).query))["code"]
+    token = client.request(
+        "POST",
+        f"{server.pds_url}/oauth/token",
+        data={**token_form(code, parameters), **assertion()},
+    )
+    assert token.status_code == 200, token.text
+    assert token.json()["sub"] == server.accounts["alice.test"].did
+    assert token.json()["token_type"] == "DPoP"

@@ -10,6 +10,8 @@
 // when its stdin closes (so it never outlives the test process that started it).
 //
 // Environment: ATPROTO_LOG=1 turns the servers' own logs on (to stderr).
+// ATPROTO_HTTP_CLIENT_METADATA=1 opens a test seam (see acceptHttpClientMetadata below): client
+// metadata documents served over http on loopback, which the real server never accepts.
 
 import { once } from 'node:events'
 import fs from 'node:fs/promises'
@@ -17,6 +19,7 @@ import net from 'node:net'
 import os from 'node:os'
 import path from 'node:path'
 import { Secp256k1Keypair } from '@atproto/crypto'
+import { oauthClientMetadataSchema } from '@atproto/oauth-types'
 import didPlcServer from '@did-plc/server'
 
 if (process.env.ATPROTO_LOG === '1') {
@@ -55,6 +58,45 @@ async function freePort() {
 function listenOnLoopback(app) {
   const listen = app.listen.bind(app)
   app.listen = (port, ...rest) => listen(port, HOST, ...rest)
+}
+
+const LOOPBACK_HTTP = /^http:\/\/(localhost|127\.0\.0\.1|\[::1\])(:\d+)?(?=[/?#]|$)/
+// a document URL with a port and a path; the loopback development client ID has neither
+const SEAM_CLIENT_ID = /^http:\/\/(localhost|127\.0\.0\.1|\[::1\]):\d+\/./
+
+async function fetchJson(url) {
+  const response = await fetch(url, { headers: { accept: 'application/json' }, redirect: 'error' })
+  if (!response.ok) throw new Error(`${url}: HTTP ${response.status}`)
+  return response.json()
+}
+
+// The test seam. The OAuth server takes a client metadata document only from an https URL on a
+// public name (not an IP, not localhost, not .test/.local/.example/.invalid), whatever devMode
+// says, and a web client's redirect URIs must be https on a public name too. Tests of a
+// confidential client (private_key_jwt with a jwks_uri) run on loopback, so with this seam a
+// client ID of the form http://localhost:PORT/path (or 127.0.0.1, [::1]) is fetched as is, each
+// time (no cache), checked with the server's own rules as if every loopback http URL in it were
+// https on a public name, and then used as served; its jwks_uri on loopback is fetched as is too.
+// Every other client ID goes the server's own way.
+function acceptHttpClientMetadata(provider) {
+  const manager = provider.clientManager
+  const getClientMetadata = manager.getClientMetadata.bind(manager)
+  manager.getClientMetadata = async (clientId) => {
+    if (!SEAM_CLIENT_ID.test(clientId)) {
+      return getClientMetadata(clientId)
+    }
+    const metadata = await oauthClientMetadataSchema.parseAsync(await fetchJson(clientId))
+    const asIfPublic = (url) => url.replace(LOOPBACK_HTTP, 'https://client.example.com')
+    manager.validateClientMetadata(clientId, {
+      ...metadata,
+      redirect_uris: metadata.redirect_uris.map(asIfPublic),
+      client_uri: metadata.client_uri && asIfPublic(metadata.client_uri),
+    })
+    return metadata
+  }
+  const getJwks = manager.jwks.get.bind(manager.jwks)
+  manager.jwks.get = (uri, options) =>
+    LOOPBACK_HTTP.test(uri) ? fetchJson(uri) : getJwks(uri, options)
 }
 
 async function createAccount(pdsUrl, account) {
@@ -125,6 +167,9 @@ try {
     serviceName: 'Test PDS',
   })
   listenOnLoopback(pds.app)
+  if (process.env.ATPROTO_HTTP_CLIENT_METADATA === '1') {
+    acceptHttpClientMetadata(pds.ctx.oauthProvider)
+  }
   await pds.start()
   cleanups.push(() => pds.destroy())
   const pdsUrl = pds.ctx.cfg.service.publicUrl

@@ -104,7 +104,7 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     ("__init__",),
     ("extension",),
     ("cli", "pytest_plugin"),
-    ("testing", "checks", "api"),
+    ("testing", "checks", "api", "accounts", "options", "pages"),
     ("app_state",),
     ("providers",),
     ("provider",),

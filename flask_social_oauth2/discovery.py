@@ -28,7 +28,7 @@ from urllib.parse import urlsplit
 
 from .document_cache import Clock, DocumentCache, Entry
 from .errors import AuthenticationError, ConfigurationProblem, DiscoveryError
-from .http_client import ProviderResponse
+from .provider_response import ProviderResponse
 from .settings import OAuth2Settings
 from .urls import check_endpoint_url
 

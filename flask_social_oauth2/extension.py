@@ -6,7 +6,7 @@ import importlib
 import logging
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
-from typing import Any, Final, TypeVar
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from flask import (
     Blueprint,
@@ -23,7 +23,6 @@ from flask import (
 from flask.typing import ResponseReturnValue
 
 from . import accounts, sign_in, signals
-from .api import ProviderSession
 from .app_state import EXTENSION_KEY, AppState, get_app_state
 from .callback import finished_flow, read_posted_code
 from .checks import REPORTED_BY_CHECK, redirect_url_problems, untrusted_host_warning
@@ -45,6 +44,9 @@ from .runtime import Runtime
 from .settings import OAuth2Info, SocialProfile
 from .state_cookie import FLOW_PAGE_HEADERS, StateCookieStore, app_scope
 from .tokens.identity import Identity
+
+if TYPE_CHECKING:
+    from .api import ProviderSession
 
 logger = logging.getLogger("flask_social_oauth2")
 
@@ -235,6 +237,8 @@ class SocialOAuth2:
             key = accounts.signed_in().get(name)
             if key is None:
                 raise SignInRequiredError(name, "this browser has not signed in with it")
+        from .api import ProviderSession  # requests-oauthlib, at the first API call
+
         return ProviderSession(provider, key, get_app_state().runtime.token_store)
 
     # -- identities after sign-in ---------------------------------------------------------------

@@ -16,11 +16,8 @@ from collections.abc import Mapping
 from typing import Any, Final
 from urllib.parse import parse_qsl, quote, urlencode
 
-from oauthlib.common import add_params_to_uri
-from oauthlib.oauth2.rfc6749.parameters import prepare_token_request
-
 from .errors import UnexpectedResponseError
-from .http_client import ProviderResponse
+from .provider_response import ProviderResponse
 from .settings import OAuth2Info, OAuth2Settings
 
 #: Bytes of randomness in a state: 192 bits, above RFC 6749 10.10's 160.
@@ -103,6 +100,8 @@ def authorization_url(
     if nonce is not None:
         params.append(("nonce", nonce))
     params.extend(settings.authorization_params.items())
+    from oauthlib.common import add_params_to_uri  # imported at first use, not with the app
+
     url: str = add_params_to_uri(base, params)
     return url
 
@@ -137,6 +136,8 @@ def token_request_body(
     extra: dict[str, str] = dict(settings.access_token_params)
     if credentials_in_body:
         extra["client_secret"] = settings.client_secret
+    from oauthlib.oauth2.rfc6749.parameters import prepare_token_request
+
     body: str = prepare_token_request(
         "authorization_code",
         code=code,
@@ -158,6 +159,8 @@ def refresh_request_body(
         extra["client_secret"] = settings.client_secret
     if scope:
         extra["scope"] = scope
+    from oauthlib.oauth2.rfc6749.parameters import prepare_token_request
+
     body: str = prepare_token_request(
         "refresh_token",
         refresh_token=refresh_token,

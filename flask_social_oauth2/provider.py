@@ -25,8 +25,8 @@ from .errors import (
     StateError,
     UnexpectedResponseError,
 )
-from .http_client import ProviderResponse, get_client
 from .profile_fields import OPENID_FIELDS, ProfileFields
+from .provider_response import ProviderResponse
 from .runtime import current_runtime
 from .settings import OAuth2Info, OAuth2Settings, SocialProfile
 from .social_provider import SocialProvider
@@ -396,6 +396,8 @@ class OAuth2Provider(SocialProvider):
     ) -> ProviderResponse:
         """Send a request to the provider with the app's timeout and size cap."""
         runtime = current_runtime()
+        from .http_client import get_client  # requests is imported at the first request
+
         return get_client().request(
             method,
             url,

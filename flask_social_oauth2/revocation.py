@@ -11,7 +11,7 @@ from urllib.parse import urlencode
 
 from .errors import ConfigurationProblem, UnexpectedResponseError
 from .flow import read_token_fields
-from .http_client import ProviderResponse
+from .provider_response import ProviderResponse
 from .settings import OAuth2Info, OAuth2Settings
 from .urls import check_endpoint_url
 

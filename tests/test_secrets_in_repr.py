@@ -28,7 +28,6 @@ import flask_social_oauth2
 from flask_social_oauth2 import SocialOAuth2
 from flask_social_oauth2.api import ProviderSession
 from flask_social_oauth2.callback import Callback
-from flask_social_oauth2.http_client import ProviderResponse
 from flask_social_oauth2.local_idp import LocalIdentityProvider
 from flask_social_oauth2.local_idp.apple import CheckedSecret
 from flask_social_oauth2.local_idp.clock import ManualClock
@@ -40,6 +39,7 @@ from flask_social_oauth2.local_idp.models import (
 )
 from flask_social_oauth2.local_idp.server import LocalAuthorizationServer
 from flask_social_oauth2.provider import OAuth2Provider, SocialProvider
+from flask_social_oauth2.provider_response import ProviderResponse
 from flask_social_oauth2.providers.apple_secret import _Made
 from flask_social_oauth2.providers.form_post import FormPost
 from flask_social_oauth2.settings import OAuth2Info, OAuth2Settings

@@ -13,7 +13,6 @@ from typing import Any, ClassVar, Final
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 from flask import has_request_context, request
-from oauthlib.common import add_params_to_uri
 
 from ..errors import (
     AuthenticationError,
@@ -22,9 +21,9 @@ from ..errors import (
     ProfileRetrievalError,
 )
 from ..flow import safe_error_code
-from ..http_client import ProviderResponse
 from ..profile_fields import first_text, lookup
 from ..provider import OAuth2Provider
+from ..provider_response import ProviderResponse
 from ..settings import OAuth2Info, OAuth2Settings, SocialProfile
 from ..state_cookie import PendingFlow
 from ..urls import check_endpoint_url
@@ -172,7 +171,11 @@ class BuiltinProvider(OAuth2Provider):
         added = [(k, v) for k, v in self.facts.authorization_params.items() if k not in configured]
         if Quirk.CLIENT_KEY in self.facts.quirks:
             added.append(("client_key", self.settings.client_id))
-        return add_params_to_uri(url, added) if added else url
+        if not added:
+            return url
+        from oauthlib.common import add_params_to_uri  # at first use, not with the app
+
+        return str(add_params_to_uri(url, added))
 
     def token_server(self, step: str) -> str | None:
         """The server the callback names for the token request (:attr:`ProviderFacts.

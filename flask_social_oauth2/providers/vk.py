@@ -14,8 +14,8 @@ from flask import has_request_context, request
 
 from ..errors import InvalidCallbackError, ProfileRetrievalError
 from ..flow import safe_error_code
-from ..http_client import ProviderResponse
 from ..profile_fields import ProfileFields, first_text
+from ..provider_response import ProviderResponse
 from ..settings import OAuth2Info, SocialProfile
 from .base import BuiltinProvider
 from .facts import Param, PropertyRule, ProviderFacts, Quirk

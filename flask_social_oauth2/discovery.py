@@ -71,6 +71,7 @@ _ENDPOINTS: Final = (
     "userinfo_endpoint",
     "jwks_uri",
     "revocation_endpoint",
+    "end_session_endpoint",
 )
 
 
@@ -190,6 +191,7 @@ class ProviderMetadata:
     :param signing_algorithms: ``id_token_signing_alg_values_supported``, if listed.
     :param raw: The whole document.
     :param revocation_endpoint: RFC 7009 token revocation, where the provider has it.
+    :param end_session_endpoint: OpenID Connect RP-Initiated Logout, where the provider has it.
     """
 
     issuer: str
@@ -201,6 +203,7 @@ class ProviderMetadata:
     signing_algorithms: frozenset[str] | None
     raw: Mapping[str, Any] = field(repr=False, compare=False)
     revocation_endpoint: str | None = None
+    end_session_endpoint: str | None = None
 
     @classmethod
     def from_document(cls, provider: str, document: Any) -> ProviderMetadata:
@@ -242,6 +245,7 @@ class ProviderMetadata:
             signing_algorithms=signing,
             raw=MappingProxyType(dict(document)),
             revocation_endpoint=endpoints["revocation_endpoint"],
+            end_session_endpoint=endpoints["end_session_endpoint"],
         )
 
 

@@ -27,6 +27,7 @@ from .errors import (
 )
 from .profile_fields import OPENID_FIELDS, ProfileFields
 from .provider_response import ProviderResponse
+from .redirects import resolve_redirect_uri
 from .runtime import current_runtime
 from .settings import OAuth2Info, OAuth2Settings, SocialProfile
 from .social_provider import SocialProvider
@@ -373,6 +374,42 @@ class OAuth2Provider(SocialProvider):
         revocation.check_answer(self.name, response)
         logger.info("%s: token revoked", self.name)
         return True
+
+    def logout_url(
+        self, post_logout_redirect_uri: str | None = None, *, state: str | None = None
+    ) -> str | None:
+        """Where to send the browser to end its session at the provider too (OpenID Connect
+        RP-Initiated Logout 1.0), after :meth:`SocialOAuth2.sign_out
+        <flask_social_oauth2.SocialOAuth2.sign_out>`::
+
+            url = social.provider("google").logout_url("/")
+            return redirect(url or "/")
+
+        The endpoint is ``customProperties.endSessionURL``, else the discovery document's
+        ``end_session_endpoint``. The URL carries ``client_id`` and, when given,
+        ``post_logout_redirect_uri`` (a path is resolved against the request's host, like
+        ``redirectURL``; register it at the provider) and ``state``. No ``id_token_hint`` is
+        sent: the ID token is not kept after sign-in. Needs an app context (a request for a
+        relative ``post_logout_redirect_uri``).
+
+        :return: ``None`` when the provider has no such endpoint.
+        """
+        configured = self.settings.custom_properties.get(revocation.END_SESSION_URL_KEY)
+        if configured is None:
+            metadata = self.openid_metadata()
+            configured = None if metadata is None else metadata.end_session_endpoint
+        if configured is None:
+            return None
+        params = [("client_id", self.settings.client_id)]
+        if post_logout_redirect_uri is not None:
+            params.append(
+                ("post_logout_redirect_uri", resolve_redirect_uri(post_logout_redirect_uri))
+            )
+        if state is not None:
+            params.append(("state", state))
+        from oauthlib.common import add_params_to_uri
+
+        return str(add_params_to_uri(configured, params))
 
     def built_in_revocation_url(self) -> str | None:
         """The provider's own revocation endpoint for these settings: by default

@@ -22,13 +22,16 @@ STEP: Final = "revocation request"
 
 #: The ``customProperties`` key of the base of relative API URLs after sign-in.
 API_BASE_URL_KEY: Final = "apiBaseURL"
+#: The ``customProperties`` key naming the OpenID Connect RP-Initiated Logout endpoint.
+END_SESSION_URL_KEY: Final = "endSessionURL"
 
 
 def settings_problems(settings: OAuth2Settings) -> list[ConfigurationProblem]:
-    """A ``customProperties.revocationURL`` or ``apiBaseURL`` that is not https (http only on
-    loopback): the first receives the refresh token, the second every API call's token."""
+    """A ``customProperties.revocationURL``, ``apiBaseURL`` or ``endSessionURL`` that is not
+    https (http only on loopback): the first receives the refresh token, the second every API
+    call's token, the third the browser at sign-out."""
     problems = []
-    for key in (REVOCATION_URL_KEY, API_BASE_URL_KEY):
+    for key in (REVOCATION_URL_KEY, API_BASE_URL_KEY, END_SESSION_URL_KEY):
         url = settings.custom_properties.get(key)
         error = None if url is None else check_endpoint_url(url)
         if error is not None:

@@ -14,7 +14,16 @@ import requests
 import sqlalchemy as sa
 from fault_server import Behaviour, FaultServer
 from flask import Flask, session
-from helpers import ALICE, CLIENT_ID, CLIENT_SECRET, MakeApp, discovery_block, idp_block, sign_in
+from helpers import (
+    ALICE,
+    CLIENT_ID,
+    CLIENT_SECRET,
+    MakeApp,
+    discovery_block,
+    idp_block,
+    local_provider,
+    sign_in,
+)
 
 from flask_social_oauth2 import OAuth2Info, SocialOAuth2, SocialProfile, SocialProvider
 from flask_social_oauth2.errors import ConfigurationError, SignInRequiredError, SocialOAuth2Error
@@ -289,9 +298,8 @@ def test_logout_url_ends_the_session_at_the_provider_and_comes_back(
     make_app: MakeApp, idp: LocalIdentityProvider
 ) -> None:
     app = make_app({"local": discovery_block(idp)})
-    social: SocialOAuth2 = app.extensions["social_oauth2"].extension
     with app.test_request_context("/", base_url="http://localhost"):
-        url = social.provider("local").logout_url("/authenticate/local", state="s-1")
+        url = local_provider(app).logout_url("/authenticate/local", state="s-1")
     assert url is not None
     assert url.startswith(f"{idp.url}/logout?")
     answer = requests.get(url, allow_redirects=False, timeout=10)
@@ -318,12 +326,11 @@ def test_logout_url_from_custom_properties_or_none(
             "none": idp_block(idp, redirectURL="/authenticate/none"),
         }
     )
-    social: SocialOAuth2 = app.extensions["social_oauth2"].extension
     with app.app_context():
-        assert social.provider("configured").logout_url() == (
+        assert local_provider(app, "configured").logout_url() == (
             f"{idp.end_session_url}?client_id={CLIENT_ID}"
         )
-        assert social.provider("none").logout_url() is None
+        assert local_provider(app, "none").logout_url() is None
     assert idp.logout_requests == []
     with pytest.raises(ConfigurationError, match=r"customProperties\.endSessionURL"):
         make_app(

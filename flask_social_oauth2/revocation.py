@@ -5,7 +5,7 @@ The provider sends the request with its client authentication; nothing here know
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Final
 from urllib.parse import urlencode
 
@@ -48,17 +48,18 @@ def endpoint(
     return settings.custom_properties.get(REVOCATION_URL_KEY) or built_in or discovered()
 
 
-def request_body(settings: OAuth2Settings, info: OAuth2Info, *, credentials_in_body: bool) -> str:
+def request_body(
+    settings: OAuth2Settings, info: OAuth2Info, client_fields: Sequence[tuple[str, str]] = ()
+) -> str:
     """The form body: the refresh token when there is one (revoking it ends the grant, RFC 7009
     2.1), else the access token, each with its ``token_type_hint``; ``client_id`` always, and
-    the secret when the client authenticates in the body."""
+    the client's authentication fields."""
     if info.refresh_token:
         fields = [("token", info.refresh_token), ("token_type_hint", "refresh_token")]
     else:
         fields = [("token", info.access_token), ("token_type_hint", "access_token")]
     fields.append(("client_id", settings.client_id))
-    if credentials_in_body:
-        fields.append(("client_secret", settings.client_secret))
+    fields.extend(client_fields)
     return urlencode(fields)
 
 

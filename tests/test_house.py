@@ -111,11 +111,11 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     ("providers",),
     ("provider",),
     ("sign_in",),
-    ("id_token", "revocation", "runtime"),
+    ("id_token", "revocation", "runtime", "par"),
     ("discovery", "flow", "social_provider", "profile_fields", "callback", "tokens"),
     ("document_cache", "state_cookie", "config", "local_idp"),
     ("yaml_file",),
-    ("http_client",),
+    ("http_client", "client_auth"),
     ("settings", "deadline", "provider_response"),
     ("errors", "signals", "redirects", "urls"),
 )

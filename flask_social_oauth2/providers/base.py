@@ -227,19 +227,20 @@ class BuiltinProvider(OAuth2Provider):
         renewed = OAuth2Provider.refresh(same_server, info, scope=scope)
         return dataclasses.replace(renewed, params={**renewed.params, where.parameter: server})
 
-    def _post_to_token_endpoint(
-        self, step: str, body: str, url: str | None = None
-    ) -> ProviderResponse:
-        quirks = self.facts.quirks
+    def token_endpoint(self, step: str, url: str) -> str:
         server = self.token_server(step)
-        if server is not None:
-            assert self.facts.callback_token_server is not None
-            url = server + self.facts.callback_token_server.token_path
+        if server is None:
+            return url
+        assert self.facts.callback_token_server is not None
+        return server + self.facts.callback_token_server.token_path
+
+    def finish_token_body(self, step: str, body: str) -> str:
+        quirks = self.facts.quirks
         if Quirk.CLIENT_KEY in quirks:
             body = urlencode([*parse_qsl(body), ("client_key", self.settings.client_id)])
         if Quirk.JSON_TOKEN_REQUEST in quirks:
             body = json.dumps(dict(parse_qsl(body)))
-        return super()._post_to_token_endpoint(step, body, url)
+        return body
 
     def parse_token_response(self, response: ProviderResponse) -> OAuth2Info:
         if Quirk.TOKEN_ANSWER_IN_DATA_LIST in self.facts.quirks:

@@ -116,7 +116,7 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     ("document_cache", "state_cookie", "config", "local_idp"),
     ("yaml_file",),
     ("http_client", "client_auth"),
-    ("settings", "deadline", "provider_response"),
+    ("settings", "deadline", "provider_response", "dpop"),
     ("errors", "signals", "redirects", "urls"),
 )
 

@@ -18,6 +18,18 @@ The peers need ``AUTHLIB_INSECURE_TRANSPORT`` / ``OAUTHLIB_INSECURE_TRANSPORT`` 
 on loopback; :func:`allow_peers_insecure_transport` sets them in the benchmark process only,
 after the project's own flow has been checked without them.
 
+Every app also has the view of the "api call" section, ``GET /api-call``: one call of the loopback
+server's protected ``GET /api/me`` for the browser signed in, answering the ``client`` named in
+the API's JSON (the server names the client_id its token was issued to). With ``api=True`` the
+bare and Authlib apps keep the access token in Flask's session at sign-in, as an app that calls
+the API later must (the project and Flask-Dance keep it in any case):
+
+- ``project``: ``social.api("bench").get("me")``, relative to ``customProperties.apiBaseURL``,
+  the token in the default (session) store, or in a SQL store (``token_store``);
+- ``bare``: the pooled ``requests.Session`` and a bearer header from Flask's session;
+- ``authlib``: ``oauth.bench.get("api/me", token=...)``, the token from Flask's session;
+- ``flask-dance``: ``blueprint.session.get("api/me")``, the token in its default session storage.
+
 ``create_app`` is also the gunicorn factory: ``benchmarks.apps:create_app()`` reads the contender
 and the provider address from ``BENCH_CONTENDER`` and ``BENCH_PROVIDER_URL``.
 """
@@ -37,6 +49,8 @@ from flask.typing import ResponseReturnValue
 from flask_social_oauth2 import SocialOAuth2
 
 CONTENDERS: Final = ("project", "bare", "authlib", "flask-dance")
+#: The view of the "api call" section, in every app.
+API_PATH: Final = "/api-call"
 SCOPE: Final = "profile email"
 CLIENT_SECRET: Final = "bench-client-secret"
 #: Where each contender's sign-in starts.
@@ -69,31 +83,47 @@ def base_app(contender: str) -> Flask:
     return app
 
 
-def project_app(provider_url: str) -> Flask:
-    """flask-social-oauth2."""
-    app = base_app("project")
+def project_app(
+    provider_url: str,
+    *,
+    client_id: str = "project",
+    token_store: str = "session",  # noqa: S107 - SOCIAL_OAUTH2_TOKEN_STORE, not a secret
+) -> Flask:
+    """flask-social-oauth2; ``token_store`` is ``SOCIAL_OAUTH2_TOKEN_STORE``."""
+    app = base_app("project" if client_id == "project" else client_id)
+    app.config["SOCIAL_OAUTH2_TOKEN_STORE"] = token_store
     app.config["SOCIAL_OAUTH2_PROVIDERS"] = {
         "bench": {
             "authorizationURL": f"{provider_url}/authorize",
             "accessTokenURL": f"{provider_url}/token",
             "apiURL": f"{provider_url}/userinfo",
             "redirectURL": "/authenticate/bench",
-            "clientID": "project",
+            "clientID": client_id,
             "clientSecret": CLIENT_SECRET,
             "scope": SCOPE,
+            "customProperties": {"apiBaseURL": f"{provider_url}/api"},
         }
     }
-    SocialOAuth2(app)
+    social = SocialOAuth2(app)
+
+    @app.get(API_PATH)
+    def api_call() -> str:
+        answer = social.api("bench").get("me")
+        answer.raise_for_status()
+        return str(answer.json()["client"])
+
     return app
 
 
-def bare_app(provider_url: str) -> Flask:
-    """A bare Flask view and a pooled requests.Session: the minimum the same flow costs."""
+def bare_app(provider_url: str, *, api: bool = False) -> Flask:
+    """A bare Flask view and a pooled requests.Session: the minimum the same flow costs.
+    With ``api``, the access token is kept in Flask's session for the API view."""
     app = base_app("bare")
     http = requests.Session()
     authorize_url = f"{provider_url}/authorize"
     token_url = f"{provider_url}/token"
     userinfo_url = f"{provider_url}/userinfo"
+    api_url = f"{provider_url}/api/me"
 
     @app.get("/authenticate/bench")
     def authenticate() -> ResponseReturnValue:
@@ -136,13 +166,24 @@ def bare_app(provider_url: str) -> Flask:
         )
         profile.raise_for_status()
         session["profile"] = profile.json()
+        if api:
+            session["access_token"] = access_token
         return redirect("/")
+
+    @app.get(API_PATH)
+    def api_call() -> str:
+        access_token = session.get("access_token")
+        if not isinstance(access_token, str):
+            abort(401)
+        answer = http.get(api_url, headers={"Authorization": f"Bearer {access_token}"}, timeout=10)
+        answer.raise_for_status()
+        return str(answer.json()["client"])
 
     return app
 
 
-def authlib_app(provider_url: str) -> Flask:
-    """Authlib's Flask client, PKCE on."""
+def authlib_app(provider_url: str, *, api: bool = False) -> Flask:
+    """Authlib's Flask client, PKCE on. With ``api``, the token is kept in Flask's session."""
     from authlib.integrations.flask_client import OAuth
 
     app = base_app("authlib")
@@ -174,7 +215,18 @@ def authlib_app(provider_url: str) -> Flask:
         profile = client.get("userinfo", token=token)
         profile.raise_for_status()
         session["profile"] = profile.json()
+        if api:
+            session["bench_token"] = dict(token)
         return redirect("/")
+
+    @app.get(API_PATH)
+    def api_call() -> str:
+        token = session.get("bench_token")
+        if not isinstance(token, dict):
+            abort(401)
+        answer = client.get("api/me", token=token)
+        answer.raise_for_status()
+        return str(answer.json()["client"])
 
     return app
 
@@ -204,18 +256,27 @@ def flask_dance_app(provider_url: str) -> Flask:
         profile.raise_for_status()
         session["profile"] = profile.json()
 
+    @app.get(API_PATH)
+    def api_call() -> str:
+        answer = blueprint.session.get("api/me")
+        answer.raise_for_status()
+        return str(answer.json()["client"])
+
     return app
 
 
-def make_app(contender: str, provider_url: str) -> Flask:
-    """The app of ``contender`` (one of :data:`CONTENDERS`)."""
-    factories = {
-        "project": project_app,
-        "bare": bare_app,
-        "authlib": authlib_app,
-        "flask-dance": flask_dance_app,
-    }
-    return factories[contender](provider_url)
+def make_app(contender: str, provider_url: str, *, api: bool = False) -> Flask:
+    """The app of ``contender`` (one of :data:`CONTENDERS`); ``api``: bare and Authlib keep
+    the access token in Flask's session for the API view."""
+    if contender == "bare":
+        return bare_app(provider_url, api=api)
+    if contender == "authlib":
+        return authlib_app(provider_url, api=api)
+    if contender == "flask-dance":
+        return flask_dance_app(provider_url)
+    if contender == "project":
+        return project_app(provider_url)
+    raise ValueError(f"unknown contender {contender!r}")
 
 
 def create_app() -> Flask:

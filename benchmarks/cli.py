@@ -7,6 +7,7 @@ target is missed by more, 2 when a contender failed to do the work (the run is i
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import platform
 import shlex
@@ -22,7 +23,7 @@ from typing import Any, Final
 
 from flask import Flask
 
-from . import config_load, gunicorn_load, inprocess, report
+from . import api_calls, config_load, gunicorn_load, inprocess, report
 from .apps import CONTENDERS, START_PATHS, allow_peers_insecure_transport, make_app
 from .stats import Check, Rounds, calibrate, median, run_rounds, tolerance
 
@@ -37,6 +38,7 @@ class Plan:
     rounds: int
     redirect_batch_s: float
     flow_batch_s: float
+    api_batch_s: float
     load_rounds: int
     load_batch_s: float
     load_clients: int
@@ -49,6 +51,7 @@ FULL: Final = Plan(
     rounds=15,
     redirect_batch_s=0.3,
     flow_batch_s=0.5,
+    api_batch_s=0.4,
     load_rounds=7,
     load_batch_s=1.0,
     load_clients=8,
@@ -60,6 +63,7 @@ SHORT: Final = Plan(
     rounds=7,
     redirect_batch_s=0.12,
     flow_batch_s=0.2,
+    api_batch_s=0.25,
     load_rounds=5,
     load_batch_s=0.35,
     load_clients=8,
@@ -67,7 +71,7 @@ SHORT: Final = Plan(
     config_sizes=(10, 100, 1_000, 10_000),
     config_rounds=5,
 )
-SECTIONS: Final = ("redirect", "flow", "gunicorn", "cost", "config")
+SECTIONS: Final = ("redirect", "flow", "api", "gunicorn", "cost", "config")
 
 
 def log(message: str) -> None:
@@ -124,12 +128,17 @@ def run(plan: Plan, sections: Sequence[str], command: str) -> tuple[dict[str, An
     results: dict[str, Any] = {}
     checks: list[Check] = []
     table: list[str] = []
-    with inprocess.provider_server() as server:
+    with contextlib.ExitStack() as stack:
+        server = stack.enter_context(inprocess.provider_server())
         # The project first, before the peers' insecure-transport switches exist.
         if any(os.environ.get(name) for name in PEER_ENV):
             raise inprocess.BenchmarkError(f"unset {' and '.join(PEER_ENV)} to run this")
         apps: dict[str, Flask] = {"project": make_app("project", server.url)}
         inprocess.one_flow(apps["project"], START_PATHS["project"], "check-without-peer-env")
+        api_contenders: list[api_calls.Contender] = []
+        if "api" in sections:  # signed in, and one API call each, without them too
+            directory = stack.enter_context(tempfile.TemporaryDirectory(prefix="bench-api-"))
+            api_contenders = api_calls.project_contenders(server.url, Path(directory))
         allow_peers_insecure_transport()
         apps["bare"] = make_app("bare", server.url)
         apps["bare-aa"] = make_app("bare", server.url)
@@ -160,6 +169,30 @@ def run(plan: Plan, sections: Sequence[str], command: str) -> tuple[dict[str, An
                 rounds.check("whole flow: project / bare pooled baseline", "project", "bare", 0.85),
                 faster_peer_check(
                     rounds, "whole flow: project / faster of Authlib, Flask-Dance", 1.5
+                ),
+            ]
+
+        if "api" in sections:
+            log("api call: a view calling the provider server's API, in process, real HTTP")
+            api_contenders += api_calls.peer_contenders(server.url)
+            measured = api_calls.measure(
+                server,
+                api_contenders,
+                plan.rounds,
+                plan.api_batch_s,
+                on_round=lambda i, r: log(f"  api call round {i + 1}: " + _brief(r)),
+            )
+            rounds = measured.rounds
+            results["api"] = rounds.as_dict()
+            results["api"]["api_requests"] = measured.api_requests
+            results["api"]["calls"] = measured.calls
+            title = "api call, in process, real HTTP to the API server"
+            table += [*report.rate_table(title, rounds, show_cpu=True), ""]
+            table += api_calls.requests_lines(measured)
+            checks += [
+                rounds.check("api call: project / bare pooled view", "project", "bare", 0.9),
+                faster_peer_check(
+                    rounds, "api call: project / faster of Authlib, Flask-Dance", 1.3
                 ),
             ]
 
@@ -252,10 +285,11 @@ def _load_step(
 def _difference(
     after: dict[str, dict[str, int]], before: dict[str, dict[str, int]]
 ) -> dict[str, dict[str, int]]:
-    return {
+    differences = {
         client: {key: value - before.get(client, {}).get(key, 0) for key, value in counts.items()}
         for client, counts in after.items()
     }
+    return {client: counts for client, counts in differences.items() if any(counts.values())}
 
 
 def _pkce_lines(requests_seen: dict[str, dict[str, int]]) -> list[str]:

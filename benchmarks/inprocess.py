@@ -5,6 +5,8 @@
   reads ``state`` and ``redirect_uri`` from the provider address it is sent to, and calls the
   callback with a code: the app checks the state, POSTs the code to the provider server's
   ``/token``, GETs ``/userinfo`` and redirects to ``/``;
+- an API call: a browser signed in once calls a view that calls the provider server's
+  protected API (see :mod:`benchmarks.api_calls`);
 - per-flow cost: bytes of ``Set-Cookie`` per flow, bytes the browser sends back, and the
   process's resident memory over many flows.
 """
@@ -27,6 +29,7 @@ from typing import Any, Final
 from urllib.parse import parse_qs, urlsplit
 
 from flask import Flask
+from flask.testing import FlaskClient
 
 ROOT: Final = Path(__file__).resolve().parent.parent
 
@@ -107,7 +110,20 @@ def one_flow(app: Flask, start_path: str, code: str) -> FlowCost:
 
     :raises BenchmarkError: when a step does not answer as a successful sign-in does.
     """
+    return _sign_in(app.test_client(), app, start_path, code)
+
+
+def signed_in_browser(app: Flask, start_path: str, code: str) -> FlaskClient:
+    """A fresh browser (a test client keeping its cookies) after one whole sign-in.
+
+    :raises BenchmarkError: when a step does not answer as a successful sign-in does.
+    """
     client = app.test_client()
+    _sign_in(client, app, start_path, code)
+    return client
+
+
+def _sign_in(client: FlaskClient, app: Flask, start_path: str, code: str) -> FlowCost:
     first = client.get(start_path)
     if first.status_code != 302:
         raise BenchmarkError(f"{app.name}: start answered {first.status}")
@@ -137,6 +153,34 @@ def flow_runner(app: Flask, start_path: str) -> Callable[[int], float]:
         for _ in range(n):
             one_flow(app, start_path, f"code-{next(codes)}")
         return time.perf_counter() - started
+
+    return run
+
+
+def api_runner(
+    browser: FlaskClient, name: str, path: str, expected: str, calls: dict[str, int]
+) -> Callable[[int], float]:
+    """``n`` API-calling requests of one signed-in browser; each must answer 200 with
+    ``expected`` (the client_id the API server saw in the token). ``calls[name]`` counts them,
+    to be checked against the server's own count.
+
+    :raises BenchmarkError: on any other answer.
+    """
+    body = expected.encode()
+    calls.setdefault(name, 0)
+
+    def run(n: int) -> float:
+        get = browser.get
+        started = time.perf_counter()
+        for _ in range(n):
+            response = get(path)
+            if response.status_code != 200 or response.data != body:
+                raise BenchmarkError(
+                    f"{name}: the API view answered {response.status}: {response.text[:200]!r}"
+                )
+        took = time.perf_counter() - started
+        calls[name] += n
+        return took
 
     return run
 

@@ -1,4 +1,4 @@
-"""A tiny HTTP/1.1 keep-alive token + userinfo server for the benchmarks, on loopback.
+"""A tiny HTTP/1.1 keep-alive token + userinfo + API server for the benchmarks, on loopback.
 
 It runs in its own process (``python -m benchmarks.provider_server``), so that it never competes
 with the measured process for the GIL, and answers every contender the same way:
@@ -7,8 +7,11 @@ with the measured process for the GIL, and answers every contender the same way:
   a JSON bearer token; the token names the ``client_id`` so that the profile request can be
   counted per contender. Anything else is a 400 ``invalid_request``.
 - ``GET /userinfo`` with ``Authorization: Bearer <token>``: a JSON OpenID Connect profile.
+- ``GET /api/me`` with ``Authorization: Bearer <token>``: a small protected API answer, JSON
+  ``{"sub": ..., "client": <client_id of the token>}``, so that the caller can check that its
+  own token was sent.
 - ``GET /stats``: per ``client_id``: token requests, token requests that carried a PKCE
-  ``code_verifier``, and profile requests.
+  ``code_verifier``, profile requests and API requests.
 
 Connections are kept alive unless the client asks to close. The first line on stdout is
 ``PORT <n>``; the server stops when stdin is closed or on SIGTERM.
@@ -26,9 +29,10 @@ from collections import defaultdict
 from typing import Final
 from urllib.parse import parse_qsl, unquote_plus
 
+SUB: Final = "248289761001"
 PROFILE: Final = json.dumps(
     {
-        "sub": "248289761001",
+        "sub": SUB,
         "name": "Ada Lovelace",
         "given_name": "Ada",
         "family_name": "Lovelace",
@@ -47,16 +51,18 @@ class Stats:
         self.tokens: defaultdict[str, int] = defaultdict(int)
         self.pkce: defaultdict[str, int] = defaultdict(int)
         self.profiles: defaultdict[str, int] = defaultdict(int)
+        self.api: defaultdict[str, int] = defaultdict(int)
         self.issued = 0
 
     def as_json(self) -> bytes:
-        clients = set(self.tokens) | set(self.profiles)
+        clients = set(self.tokens) | set(self.profiles) | set(self.api)
         return json.dumps(
             {
                 client: {
                     "token_requests": self.tokens[client],
                     "pkce_token_requests": self.pkce[client],
                     "profile_requests": self.profiles[client],
+                    "api_requests": self.api[client],
                 }
                 for client in sorted(clients)
             }
@@ -72,6 +78,14 @@ def _basic_client_id(authorization: str) -> str:
     except ValueError:
         return ""
     return unquote_plus(pair.partition(":")[0])
+
+
+def _bearer_client_id(authorization: str) -> str | None:
+    """The client_id named by a bearer token this server issued (``at.<client_id>.<n>``)."""
+    if not authorization.startswith("Bearer at."):
+        return None
+    client_id, _, serial = authorization[len("Bearer at.") :].rpartition(".")
+    return client_id if client_id and serial.isdigit() else None
 
 
 def _response(status: str, body: bytes, *, close: bool) -> bytes:
@@ -155,11 +169,18 @@ class ProviderProtocol(asyncio.Protocol):
             ).encode()
             return _response("200 OK", token, close=close)
         if method == "GET" and path == "/userinfo":
-            auth = headers.get("authorization", "")
-            if not auth.startswith("Bearer at."):
+            bearer = _bearer_client_id(headers.get("authorization", ""))
+            if bearer is None:
                 return _response("401 Unauthorized", b'{"error":"invalid_token"}', close=close)
-            stats.profiles[auth[len("Bearer at.") :].rsplit(".", 1)[0]] += 1
+            stats.profiles[bearer] += 1
             return _response("200 OK", PROFILE, close=close)
+        if method == "GET" and path == "/api/me":
+            bearer = _bearer_client_id(headers.get("authorization", ""))
+            if bearer is None:
+                return _response("401 Unauthorized", b'{"error":"invalid_token"}', close=close)
+            stats.api[bearer] += 1
+            answer = json.dumps({"sub": SUB, "client": bearer}).encode()
+            return _response("200 OK", answer, close=close)
         if method == "GET" and path == "/stats":
             return _response("200 OK", stats.as_json(), close=close)
         return _response("404 Not Found", b'{"error":"not_found"}', close=close)

@@ -28,6 +28,7 @@ autodoc_default_options = {"members": True, "show-inheritance": True}
 nitpicky = True
 INTERNAL_MODULES = (
     "app_state|checks|cli|config|discovery|document_cache|flow|http_client|id_token|profile_fields"
+    "|provider_response|yaml_file|deadline|accounts|options|pages|client_auth|dpop|par"
     "|provider|providers|pytest_plugin|redirects|runtime|settings|state_cookie|urls|local_idp"
 )
 nitpick_ignore_regex = [

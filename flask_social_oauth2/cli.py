@@ -10,16 +10,18 @@ problems, not a traceback. In tests, invoke the group itself:
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from typing import NoReturn
+from typing import Any, NoReturn
 from urllib.parse import urlsplit
 
 import click
 from flask import Flask, current_app
 from flask.cli import AppGroup, ScriptInfo
 
+from . import client_auth
 from .app_state import get_app_state
 from .checks import REPORTED_BY_CHECK, CheckReport, check_configuration, no_provider_warning
 from .errors import ConfigurationError, SocialOAuth2Error
@@ -142,6 +144,31 @@ def providers_command(host: str | None) -> None:
             click.echo()
         for line in describe_provider(app, provider, host=host):
             click.echo(line)
+
+
+@social_cli.command("keys", with_appcontext=False)
+@click.argument("provider", required=False)
+def keys_command(provider: str | None) -> None:
+    """Print the public JWK set to register at the provider(s) whose blocks sign their client
+    authentication with a private key (``private_key_jwt``): one ``{"keys": [...]}``, never a
+    private member. The extension also serves each block's set at ``<url rule>/jwks.json``."""
+    app = _load_app()
+    providers = _state_providers(app)
+    if provider is not None and provider not in providers:
+        _fail(f"no provider named {provider!r} is configured", 2)
+    chosen = [providers[provider]] if provider is not None else list(providers.values())
+    keys: list[dict[str, Any]] = []
+    for selected in chosen:
+        found = client_auth.public_jwks(selected.settings)
+        if found is not None:
+            keys.extend(found["keys"])
+    if not keys:
+        target = f"provider {provider!r}" if provider else "no provider"
+        _fail(
+            f"{target} signs with a private key (customProperties.tokenEndpointAuthMethod:"
+            " private_key_jwt)"
+        )
+    click.echo(json.dumps({"keys": keys}, indent=2))
 
 
 def describe_provider(

@@ -28,7 +28,7 @@ from urllib.parse import urlsplit
 
 from .document_cache import Clock, DocumentCache, Entry
 from .errors import AuthenticationError, ConfigurationProblem, DiscoveryError
-from .http_client import ProviderResponse
+from .provider_response import ProviderResponse
 from .settings import OAuth2Settings
 from .urls import check_endpoint_url
 
@@ -71,6 +71,8 @@ _ENDPOINTS: Final = (
     "userinfo_endpoint",
     "jwks_uri",
     "revocation_endpoint",
+    "end_session_endpoint",
+    "pushed_authorization_request_endpoint",
 )
 
 
@@ -190,6 +192,10 @@ class ProviderMetadata:
     :param signing_algorithms: ``id_token_signing_alg_values_supported``, if listed.
     :param raw: The whole document.
     :param revocation_endpoint: RFC 7009 token revocation, where the provider has it.
+    :param end_session_endpoint: OpenID Connect RP-Initiated Logout, where the provider has it.
+    :param pushed_authorization_request_endpoint: RFC 9126 PAR, where the provider has it.
+    :param require_pushed_authorization_requests: Whether the provider takes pushed
+        authorization requests only.
     """
 
     issuer: str
@@ -201,6 +207,9 @@ class ProviderMetadata:
     signing_algorithms: frozenset[str] | None
     raw: Mapping[str, Any] = field(repr=False, compare=False)
     revocation_endpoint: str | None = None
+    end_session_endpoint: str | None = None
+    pushed_authorization_request_endpoint: str | None = None
+    require_pushed_authorization_requests: bool = False
 
     @classmethod
     def from_document(cls, provider: str, document: Any) -> ProviderMetadata:
@@ -242,6 +251,14 @@ class ProviderMetadata:
             signing_algorithms=signing,
             raw=MappingProxyType(dict(document)),
             revocation_endpoint=endpoints["revocation_endpoint"],
+            end_session_endpoint=endpoints["end_session_endpoint"],
+            pushed_authorization_request_endpoint=endpoints[
+                "pushed_authorization_request_endpoint"
+            ],
+            require_pushed_authorization_requests=document.get(
+                "require_pushed_authorization_requests"
+            )
+            is True,
         )
 
 

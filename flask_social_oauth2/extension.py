@@ -6,7 +6,7 @@ import importlib
 import logging
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
-from typing import Any, Final, TypeVar
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from flask import (
     Blueprint,
@@ -22,8 +22,7 @@ from flask import (
 )
 from flask.typing import ResponseReturnValue
 
-from . import accounts, sign_in, signals
-from .api import ProviderSession
+from . import accounts, client_auth, sign_in, signals
 from .app_state import EXTENSION_KEY, AppState, get_app_state
 from .callback import finished_flow, read_posted_code
 from .checks import REPORTED_BY_CHECK, redirect_url_problems, untrusted_host_warning
@@ -45,6 +44,9 @@ from .runtime import Runtime
 from .settings import OAuth2Info, SocialProfile
 from .state_cookie import FLOW_PAGE_HEADERS, StateCookieStore, app_scope
 from .tokens.identity import Identity
+
+if TYPE_CHECKING:
+    from .api import ProviderSession
 
 logger = logging.getLogger("flask_social_oauth2")
 
@@ -116,6 +118,7 @@ class SocialOAuth2:
         blueprint.add_url_rule(
             rule, "authenticate", self._authenticate_view, methods=["GET", "POST"]
         )
+        blueprint.add_url_rule(f"{rule}/jwks.json", "jwks", _jwks_view)
         app.register_blueprint(blueprint)
         scope = app_scope(app.import_name, rule)
         runtime = Runtime(
@@ -235,6 +238,8 @@ class SocialOAuth2:
             key = accounts.signed_in().get(name)
             if key is None:
                 raise SignInRequiredError(name, "this browser has not signed in with it")
+        from .api import ProviderSession  # requests-oauthlib, at the first API call
+
         return ProviderSession(provider, key, get_app_state().runtime.token_store)
 
     # -- identities after sign-in ---------------------------------------------------------------
@@ -350,6 +355,10 @@ class SocialOAuth2:
             profile = selected.retrieve_profile(info)
         except AuthenticationError as error:
             return self._respond_to_error(selected.name, error)
+        except ConfigurationError as error:  # found only now, e.g. in the provider's metadata
+            for problem in error.problems:
+                logger.error("%s", problem)
+            return misconfigured_page(list(error.problems))
         return self._respond_to_success(selected, info, profile, answer_json=posted_json)
 
     def _handle_authentication_error(self, error: AuthenticationError) -> ResponseReturnValue:
@@ -424,3 +433,15 @@ def _check_redirect_urls_once() -> None:
         state.redirect_problems = problems
         for problem in problems:
             logger.error("%s", problem)
+
+
+def _jwks_view(provider: str) -> ResponseReturnValue:
+    """``GET <url rule>/jwks.json``: the public JWK set of a block that signs its client
+    authentication with a private key, for the provider to fetch; 404 for any other."""
+    selected = get_app_state().providers.get(provider)
+    jwks = None if selected is None else client_auth.public_jwks(selected.settings)
+    if jwks is None:
+        abort(404)
+    response = jsonify(jwks)
+    response.headers["Cache-Control"] = "public, max-age=300"
+    return response

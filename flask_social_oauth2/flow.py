@@ -12,15 +12,12 @@ import functools
 import hashlib
 import re
 import secrets
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Final
-from urllib.parse import parse_qsl, quote, urlencode
-
-from oauthlib.common import add_params_to_uri
-from oauthlib.oauth2.rfc6749.parameters import prepare_token_request
+from urllib.parse import parse_qsl, urlencode
 
 from .errors import UnexpectedResponseError
-from .http_client import ProviderResponse
+from .provider_response import ProviderResponse
 from .settings import OAuth2Info, OAuth2Settings
 
 #: Bytes of randomness in a state: 192 bits, above RFC 6749 10.10's 160.
@@ -88,6 +85,26 @@ def authorization_url(
             f"{base}?{prefix}&state={state}&code_challenge={challenge}"
             f"&code_challenge_method=S256{nonce_part}{extra_part}"
         )
+    params = authorization_params(
+        settings, redirect_uri=redirect_uri, state=state, verifier=verifier, nonce=nonce
+    )
+    from oauthlib.common import add_params_to_uri  # imported at first use, not with the app
+
+    url: str = add_params_to_uri(base, params)
+    return url
+
+
+def authorization_params(
+    settings: OAuth2Settings,
+    *,
+    redirect_uri: str,
+    state: str,
+    verifier: str,
+    nonce: str | None = None,
+    extra: Sequence[tuple[str, str]] = (),
+) -> list[tuple[str, str]]:
+    """Every parameter of the authorization request, in order: in the browser's URL, or pushed
+    (PAR, RFC 9126). ``extra`` (e.g. ``dpop_jkt``) goes before ``authorizationParams``."""
     params: list[tuple[str, str]] = [
         ("response_type", "code"),
         ("client_id", settings.client_id),
@@ -97,14 +114,14 @@ def authorization_url(
         params.append(("scope", settings.scope))
     params += [
         ("state", state),
-        ("code_challenge", challenge),
+        ("code_challenge", code_challenge(verifier)),
         ("code_challenge_method", "S256"),
     ]
     if nonce is not None:
         params.append(("nonce", nonce))
+    params.extend(extra)
     params.extend(settings.authorization_params.items())
-    url: str = add_params_to_uri(base, params)
-    return url
+    return params
 
 
 _URLSAFE: Final = re.compile(r"[A-Za-z0-9_\-]*\Z")
@@ -118,25 +135,20 @@ def _query_prefix(client_id: str, redirect_uri: str, scope: str | None) -> str:
     return urlencode(params)
 
 
-def basic_credentials(client_id: str, client_secret: str) -> str:
-    """An ``Authorization`` header value for HTTP Basic client authentication, each part
-    form-encoded first as RFC 6749 2.3.1 requires."""
-    pair = f"{quote(client_id, safe='')}:{quote(client_secret, safe='')}"
-    return "Basic " + base64.b64encode(pair.encode("utf-8")).decode("ascii")
-
-
 def token_request_body(
     settings: OAuth2Settings,
     *,
     code: str,
     redirect_uri: str,
     verifier: str | None,
-    credentials_in_body: bool,
+    client_fields: Sequence[tuple[str, str]] = (),
 ) -> str:
-    """The form body of the authorization code token request."""
+    """The form body of the authorization code token request, with the client's
+    authentication fields (see :mod:`flask_social_oauth2.client_auth`)."""
     extra: dict[str, str] = dict(settings.access_token_params)
-    if credentials_in_body:
-        extra["client_secret"] = settings.client_secret
+    extra.update(client_fields)
+    from oauthlib.oauth2.rfc6749.parameters import prepare_token_request
+
     body: str = prepare_token_request(
         "authorization_code",
         code=code,
@@ -150,14 +162,19 @@ def token_request_body(
 
 
 def refresh_request_body(
-    settings: OAuth2Settings, *, refresh_token: str, credentials_in_body: bool, scope: str | None
+    settings: OAuth2Settings,
+    *,
+    refresh_token: str,
+    scope: str | None,
+    client_fields: Sequence[tuple[str, str]] = (),
 ) -> str:
-    """The form body of a refresh_token grant (RFC 6749 6)."""
-    extra: dict[str, str] = {}
-    if credentials_in_body:
-        extra["client_secret"] = settings.client_secret
+    """The form body of a refresh_token grant (RFC 6749 6), with the client's authentication
+    fields."""
+    extra: dict[str, str] = dict(client_fields)
     if scope:
         extra["scope"] = scope
+    from oauthlib.oauth2.rfc6749.parameters import prepare_token_request
+
     body: str = prepare_token_request(
         "refresh_token",
         refresh_token=refresh_token,
@@ -281,16 +298,12 @@ def _seconds(provider: str, step: str, value: object) -> int | None:
     return int(seconds)
 
 
-def token_headers(
-    settings: OAuth2Settings, *, basic_auth: bool, extra: Mapping[str, str] | None = None
-) -> dict[str, str]:
-    """Headers of a token request."""
+def token_headers(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Headers of a request to the token, PAR or revocation endpoint."""
     headers = {
         "Accept": "application/json",
         "Content-Type": "application/x-www-form-urlencoded",
     }
-    if basic_auth:
-        headers["Authorization"] = basic_credentials(settings.client_id, settings.client_secret)
     if extra:
         headers.update(extra)
     return headers

@@ -11,12 +11,14 @@ from __future__ import annotations
 import dataclasses
 import logging
 import re
-from collections.abc import Mapping
-from typing import Any, ClassVar, Literal
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, ClassVar
+from urllib.parse import urlencode
 
 from flask import Response
 
-from . import discovery, flow, id_token, revocation, sign_in
+from . import client_auth, discovery, flow, id_token, par, revocation, sign_in
+from .client_auth import ClientAuthMethod
 from .errors import (
     AuthenticationError,
     ConfigurationProblem,
@@ -25,8 +27,9 @@ from .errors import (
     StateError,
     UnexpectedResponseError,
 )
-from .http_client import ProviderResponse, get_client
 from .profile_fields import OPENID_FIELDS, ProfileFields
+from .provider_response import ProviderResponse
+from .redirects import resolve_redirect_uri
 from .runtime import current_runtime
 from .settings import OAuth2Info, OAuth2Settings, SocialProfile
 from .social_provider import SocialProvider
@@ -34,10 +37,14 @@ from .state_cookie import PendingFlow
 
 __all__ = ["OAuth2Provider", "SocialProvider", "TokenAuthMethod"]
 
+#: Kept for subclasses written against 0.1 (two methods then); every method is
+#: :data:`~flask_social_oauth2.client_auth.ClientAuthMethod` now.
+
 logger = logging.getLogger("flask_social_oauth2")
 
 
-TokenAuthMethod = Literal["client_secret_post", "client_secret_basic"]
+TokenAuthMethod = ClientAuthMethod
+BodyWith = Callable[[Sequence[tuple[str, str]]], str]
 
 
 class OAuth2Provider(SocialProvider):
@@ -98,15 +105,8 @@ class OAuth2Provider(SocialProvider):
                     None, "apiURL", "is required: this provider has no built-in profile address"
                 )
             )
-        method = settings.custom_properties.get("tokenEndpointAuthMethod")
-        if method is not None and method not in ("client_secret_post", "client_secret_basic"):
-            problems.append(
-                ConfigurationProblem(
-                    None,
-                    "customProperties.tokenEndpointAuthMethod",
-                    "must be 'client_secret_post' or 'client_secret_basic'",
-                )
-            )
+        problems.extend(client_auth.settings_problems(settings))
+        problems.extend(par.settings_problems(settings, has_issuer=issuer is not None))
         verifies = issuer is not None and "openid" in (settings.scope or "").split()
         problems.extend(discovery.settings_problems(settings))
         problems.extend(revocation.settings_problems(settings))
@@ -125,14 +125,17 @@ class OAuth2Provider(SocialProvider):
         return self.settings.api_url or self.default_profile_url_for(self.settings)
 
     @property
-    def token_auth_method(self) -> TokenAuthMethod:
-        """How the client authenticates at the token endpoint."""
-        method = self.settings.custom_properties.get("tokenEndpointAuthMethod")
-        if method == "client_secret_basic":
-            return "client_secret_basic"
-        if method == "client_secret_post":
-            return "client_secret_post"
-        return self.default_token_auth_method
+    def token_auth_method(self) -> ClientAuthMethod:
+        """How the client authenticates at the token, PAR and revocation endpoints:
+        ``customProperties.tokenEndpointAuthMethod``, else the provider's default."""
+        return client_auth.method_of(self.settings, self.default_token_auth_method)
+
+    def client_credentials(self, url: str) -> client_auth.ClientCredentials:
+        """The client authentication of one request to ``url``, made now (a JWT assertion is
+        fresh each time; its ``aud`` is the issuer, else ``url``)."""
+        return client_auth.credentials(
+            self.token_auth_method, self.token_request_settings(), audience=self.issuer or url
+        )
 
     def token_request_settings(self) -> OAuth2Settings:
         """The settings the token and refresh requests are built from:
@@ -216,18 +219,42 @@ class OAuth2Provider(SocialProvider):
         return sign_in.step(self)
 
     def authorization_url(self, pending: PendingFlow) -> str:
-        """The provider address that starts ``pending``."""
+        """The provider address that starts ``pending``: the authorization request in its
+        query, or, when the provider takes pushed requests (RFC 9126, see
+        :mod:`flask_social_oauth2.par`), the request pushed first, client-authenticated, and
+        only ``client_id`` and ``request_uri`` in the query.
+
+        :raises UnexpectedResponseError: when the push fails (502; a timeout is 504).
+        :raises ConfigurationError: for ``pushedAuthorization: required`` when the provider's
+            metadata names no endpoint.
+        """
         assert pending.verifier is not None
         endpoint = self.authorization_endpoint()  # configured, or discovered
         assert endpoint is not None
-        return flow.authorization_url(
+        push_to = par.endpoint(self.name, self.settings, self.openid_metadata())
+        if push_to is None:
+            return flow.authorization_url(
+                self.settings,
+                endpoint=endpoint,
+                redirect_uri=pending.redirect_uri,
+                state=pending.state,
+                verifier=pending.verifier,
+                nonce=pending.nonce,
+            )
+        params = flow.authorization_params(
             self.settings,
-            endpoint=endpoint,
             redirect_uri=pending.redirect_uri,
             state=pending.state,
             verifier=pending.verifier,
             nonce=pending.nonce,
         )
+
+        def body(client_fields: Sequence[tuple[str, str]]) -> str:
+            return urlencode([*params, *client_fields])
+
+        answer = self._post_to_token_endpoint(par.STEP, body, push_to)
+        request_uri = par.read_answer(self.name, answer)
+        return par.browser_url(endpoint, self.settings.client_id, request_uri)
 
     def check_issuer(self, issuer: str | None) -> None:
         """RFC 9207: where the provider names itself in the callback (``iss``), it must be the
@@ -270,36 +297,47 @@ class OAuth2Provider(SocialProvider):
 
         :raises UnexpectedResponseError: when the provider fails or answers no valid token.
         """
-        body = flow.token_request_body(
-            self.token_request_settings(),
-            code=code,
-            redirect_uri=redirect_uri,
-            verifier=verifier,
-            credentials_in_body=not self._basic_client_auth,
-        )
+        settings = self.token_request_settings()
+
+        def body(client_fields: Sequence[tuple[str, str]]) -> str:
+            return flow.token_request_body(
+                settings,
+                code=code,
+                redirect_uri=redirect_uri,
+                verifier=verifier,
+                client_fields=client_fields,
+            )
+
         return self.parse_token_response(self._post_to_token_endpoint("token request", body))
 
-    @property
-    def _basic_client_auth(self) -> bool:
-        return self.token_auth_method == "client_secret_basic"  # noqa: S105 - a method name
-
     def _post_to_token_endpoint(
-        self, step: str, body: str, url: str | None = None
+        self, step: str, body: BodyWith, url: str | None = None
     ) -> ProviderResponse:
-        """POST a form body to ``accessTokenURL`` (or ``url``) with the client's
-        authentication."""
+        """POST a form body to ``accessTokenURL`` (or ``url``; see :meth:`token_endpoint`)
+        with the client's authentication, made for this request.
+
+        :param body: Makes the form body from the client's authentication fields.
+        """
+        url = self.token_endpoint(step, url or self.settings.access_token_url)
+        credentials = self.client_credentials(url)
         return self.send(
             "POST",
-            url or self.settings.access_token_url,
+            url,
             step=step,
             error=UnexpectedResponseError,
-            headers=flow.token_headers(
-                self.token_request_settings() if self._basic_client_auth else self.settings,
-                basic_auth=self._basic_client_auth,
-                extra=self.token_request_headers(),
-            ),
-            data=body,
+            headers=flow.token_headers({**self.token_request_headers(), **credentials.headers}),
+            data=self.finish_token_body(step, body(credentials.fields)),
         )
+
+    def token_endpoint(self, step: str, url: str) -> str:
+        """Where the ``step`` request goes (``"token request"``, ``"refresh request"``,
+        ``"revocation request"``): ``url``, unless a provider decides otherwise."""
+        return url
+
+    def finish_token_body(self, step: str, body: str) -> str:
+        """The form body of a ``step`` request as sent: ``body``, unless a provider adds to it
+        or changes its form."""
+        return body
 
     def parse_token_response(self, response: ProviderResponse) -> OAuth2Info:
         """Read the token endpoint's answer."""
@@ -326,12 +364,13 @@ class OAuth2Provider(SocialProvider):
                 "cannot refresh: the token has no refresh_token (the provider issued none;"
                 " some issue one only for an 'offline_access' scope or parameter)",
             )
-        body = flow.refresh_request_body(
-            self.token_request_settings(),
-            refresh_token=info.refresh_token,
-            credentials_in_body=not self._basic_client_auth,
-            scope=scope,
-        )
+        settings, refresh_token = self.token_request_settings(), info.refresh_token
+
+        def body(client_fields: Sequence[tuple[str, str]]) -> str:
+            return flow.refresh_request_body(
+                settings, refresh_token=refresh_token, scope=scope, client_fields=client_fields
+            )
+
         response = self._post_to_token_endpoint("refresh request", body)
         renewed = flow.parse_token_response(self.name, response, "refresh request")
         if renewed.refresh_token is None:
@@ -366,13 +405,51 @@ class OAuth2Provider(SocialProvider):
         url = revocation.endpoint(self.settings, self.built_in_revocation_url(), self._discovered)
         if url is None:
             return False
-        body = revocation.request_body(
-            self.token_request_settings(), info, credentials_in_body=not self._basic_client_auth
-        )
+        settings = self.token_request_settings()
+
+        def body(client_fields: Sequence[tuple[str, str]]) -> str:
+            return revocation.request_body(settings, info, client_fields)
+
         response = self._post_to_token_endpoint(revocation.STEP, body, url)
         revocation.check_answer(self.name, response)
         logger.info("%s: token revoked", self.name)
         return True
+
+    def logout_url(
+        self, post_logout_redirect_uri: str | None = None, *, state: str | None = None
+    ) -> str | None:
+        """Where to send the browser to end its session at the provider too (OpenID Connect
+        RP-Initiated Logout 1.0), after :meth:`SocialOAuth2.sign_out
+        <flask_social_oauth2.SocialOAuth2.sign_out>`::
+
+            url = social.provider("google").logout_url("/")
+            return redirect(url or "/")
+
+        The endpoint is ``customProperties.endSessionURL``, else the discovery document's
+        ``end_session_endpoint``. The URL carries ``client_id`` and, when given,
+        ``post_logout_redirect_uri`` (a path is resolved against the request's host, like
+        ``redirectURL``; register it at the provider) and ``state``. No ``id_token_hint`` is
+        sent: the ID token is not kept after sign-in. Needs an app context (a request for a
+        relative ``post_logout_redirect_uri``).
+
+        :return: ``None`` when the provider has no such endpoint.
+        """
+        configured = self.settings.custom_properties.get(revocation.END_SESSION_URL_KEY)
+        if configured is None:
+            metadata = self.openid_metadata()
+            configured = None if metadata is None else metadata.end_session_endpoint
+        if configured is None:
+            return None
+        params = [("client_id", self.settings.client_id)]
+        if post_logout_redirect_uri is not None:
+            params.append(
+                ("post_logout_redirect_uri", resolve_redirect_uri(post_logout_redirect_uri))
+            )
+        if state is not None:
+            params.append(("state", state))
+        from oauthlib.common import add_params_to_uri
+
+        return str(add_params_to_uri(configured, params))
 
     def built_in_revocation_url(self) -> str | None:
         """The provider's own revocation endpoint for these settings: by default
@@ -396,6 +473,8 @@ class OAuth2Provider(SocialProvider):
     ) -> ProviderResponse:
         """Send a request to the provider with the app's timeout and size cap."""
         runtime = current_runtime()
+        from .http_client import get_client  # requests is imported at the first request
+
         return get_client().request(
             method,
             url,

@@ -5,13 +5,13 @@ The provider sends the request with its client authentication; nothing here know
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Final
 from urllib.parse import urlencode
 
 from .errors import ConfigurationProblem, UnexpectedResponseError
 from .flow import read_token_fields
-from .http_client import ProviderResponse
+from .provider_response import ProviderResponse
 from .settings import OAuth2Info, OAuth2Settings
 from .urls import check_endpoint_url
 
@@ -22,13 +22,16 @@ STEP: Final = "revocation request"
 
 #: The ``customProperties`` key of the base of relative API URLs after sign-in.
 API_BASE_URL_KEY: Final = "apiBaseURL"
+#: The ``customProperties`` key naming the OpenID Connect RP-Initiated Logout endpoint.
+END_SESSION_URL_KEY: Final = "endSessionURL"
 
 
 def settings_problems(settings: OAuth2Settings) -> list[ConfigurationProblem]:
-    """A ``customProperties.revocationURL`` or ``apiBaseURL`` that is not https (http only on
-    loopback): the first receives the refresh token, the second every API call's token."""
+    """A ``customProperties.revocationURL``, ``apiBaseURL`` or ``endSessionURL`` that is not
+    https (http only on loopback): the first receives the refresh token, the second every API
+    call's token, the third the browser at sign-out."""
     problems = []
-    for key in (REVOCATION_URL_KEY, API_BASE_URL_KEY):
+    for key in (REVOCATION_URL_KEY, API_BASE_URL_KEY, END_SESSION_URL_KEY):
         url = settings.custom_properties.get(key)
         error = None if url is None else check_endpoint_url(url)
         if error is not None:
@@ -45,17 +48,18 @@ def endpoint(
     return settings.custom_properties.get(REVOCATION_URL_KEY) or built_in or discovered()
 
 
-def request_body(settings: OAuth2Settings, info: OAuth2Info, *, credentials_in_body: bool) -> str:
+def request_body(
+    settings: OAuth2Settings, info: OAuth2Info, client_fields: Sequence[tuple[str, str]] = ()
+) -> str:
     """The form body: the refresh token when there is one (revoking it ends the grant, RFC 7009
     2.1), else the access token, each with its ``token_type_hint``; ``client_id`` always, and
-    the secret when the client authenticates in the body."""
+    the client's authentication fields."""
     if info.refresh_token:
         fields = [("token", info.refresh_token), ("token_type_hint", "refresh_token")]
     else:
         fields = [("token", info.access_token), ("token_type_hint", "access_token")]
     fields.append(("client_id", settings.client_id))
-    if credentials_in_body:
-        fields.append(("client_secret", settings.client_secret))
+    fields.extend(client_fields)
     return urlencode(fields)
 
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import logging
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from flask import Flask
@@ -22,6 +22,9 @@ from helpers import ALICE, CLIENT_ID, CLIENT_SECRET, LOCAL_REDIRECT, MakeApp, id
 
 from flask_social_oauth2 import SocialOAuth2
 from flask_social_oauth2.local_idp import LocalIdentityProvider
+
+if TYPE_CHECKING:
+    from oidc_provider_server import OidcProviderServer
 
 
 @pytest.fixture(autouse=True)
@@ -198,3 +201,29 @@ def postgres_url() -> Iterator[str]:
         pytest.fail(str(missing))
     with server:
         yield server.url
+
+
+@pytest.fixture
+def oidc_provider_factory() -> Iterator[Callable[..., OidcProviderServer]]:
+    """Starts panva's oidc-provider on loopback: ``oidc_provider_factory(clients, par_required=True,
+    dpop_nonce_required=True, ...)`` (the arguments of :class:`OidcProviderServer`) returns a
+    running server; every one started is stopped after the test. The pinned package is installed
+    once into the cache; no npm or node fails the test (never skips)."""
+    from oidc_provider_server import OidcProviderServer
+
+    started: list[OidcProviderServer] = []
+
+    def start(clients: Sequence[Mapping[str, Any]] = (), **options: Any) -> OidcProviderServer:
+        server = OidcProviderServer(clients, **options)
+        started.append(server)
+        try:
+            server.start()
+        except RuntimeError as failed:
+            pytest.fail(str(failed))
+        return server
+
+    try:
+        yield start
+    finally:
+        for server in reversed(started):
+            server.stop()

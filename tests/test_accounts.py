@@ -10,13 +10,23 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import requests
 import sqlalchemy as sa
 from fault_server import Behaviour, FaultServer
 from flask import Flask, session
-from helpers import ALICE, CLIENT_ID, CLIENT_SECRET, MakeApp, idp_block, sign_in
+from helpers import (
+    ALICE,
+    CLIENT_ID,
+    CLIENT_SECRET,
+    MakeApp,
+    discovery_block,
+    idp_block,
+    local_provider,
+    sign_in,
+)
 
 from flask_social_oauth2 import OAuth2Info, SocialOAuth2, SocialProfile, SocialProvider
-from flask_social_oauth2.errors import SignInRequiredError, SocialOAuth2Error
+from flask_social_oauth2.errors import ConfigurationError, SignInRequiredError, SocialOAuth2Error
 from flask_social_oauth2.local_idp import LocalIdentityProvider, LocalUser
 from flask_social_oauth2.tokens import Identity, IdentityStore, SQLAlchemyTokenStore
 
@@ -282,3 +292,53 @@ def test_sign_out_with_the_session_store_drops_the_tokens_and_the_profile(
         assert "social_oauth2_identities" not in browser
     with app.test_request_context("/"), pytest.raises(SignInRequiredError):
         social.api("local")
+
+
+def test_logout_url_ends_the_session_at_the_provider_and_comes_back(
+    make_app: MakeApp, idp: LocalIdentityProvider
+) -> None:
+    app = make_app({"local": discovery_block(idp)})
+    with app.test_request_context("/", base_url="http://localhost"):
+        url = local_provider(app).logout_url("/authenticate/local", state="s-1")
+    assert url is not None
+    assert url.startswith(f"{idp.url}/logout?")
+    answer = requests.get(url, allow_redirects=False, timeout=10)
+    assert answer.status_code == 302
+    assert answer.headers["Location"] == "http://localhost/authenticate/local?state=s-1"
+    (seen,) = idp.logout_requests
+    assert seen == {
+        "client_id": CLIENT_ID,
+        "post_logout_redirect_uri": "http://localhost/authenticate/local",
+        "state": "s-1",
+    }
+
+
+def test_logout_url_from_custom_properties_or_none(
+    make_app: MakeApp, idp: LocalIdentityProvider
+) -> None:
+    app = make_app(
+        {
+            "configured": idp_block(
+                idp,
+                redirectURL="/authenticate/configured",
+                customProperties={"endSessionURL": idp.end_session_url},
+            ),
+            "none": idp_block(idp, redirectURL="/authenticate/none"),
+        }
+    )
+    with app.app_context():
+        assert local_provider(app, "configured").logout_url() == (
+            f"{idp.end_session_url}?client_id={CLIENT_ID}"
+        )
+        assert local_provider(app, "none").logout_url() is None
+    assert idp.logout_requests == []
+    with pytest.raises(ConfigurationError, match=r"customProperties\.endSessionURL"):
+        make_app(
+            {
+                "bad": idp_block(
+                    idp,
+                    redirectURL="/authenticate/bad",
+                    customProperties={"endSessionURL": "http://x.example/"},
+                )
+            }
+        )

@@ -1,4 +1,5 @@
-"""The benchmark code still runs: a tiny configuration load and one whole-flow round.
+"""The benchmark code still runs: a tiny configuration load, one whole-flow round and one round
+of API calls of every contender.
 
 Timings are not asserted (machines are shared); the structure of the results and the success of
 every flow are.
@@ -15,8 +16,8 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchmarks import config_load, inprocess, report  # noqa: E402
-from benchmarks.apps import START_PATHS, make_app  # noqa: E402
+from benchmarks import api_calls, config_load, inprocess, report  # noqa: E402
+from benchmarks.apps import API_PATH, START_PATHS, make_app  # noqa: E402
 from benchmarks.stats import Check, run_rounds  # noqa: E402
 
 
@@ -50,9 +51,53 @@ def test_one_whole_flow_round_of_the_project_against_the_loopback_server() -> No
         "token_requests": 7,
         "pkce_token_requests": 7,
         "profile_requests": 7,
+        "api_requests": 0,
     }
     assert cost.cookies_set >= 1
     assert cost.set_cookie_bytes > cost.cookie_bytes_sent > 0
+
+
+def test_one_round_of_api_calls_of_every_contender(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert not os.environ.get("AUTHLIB_INSECURE_TRANSPORT")
+    assert not os.environ.get("OAUTHLIB_INSECURE_TRANSPORT")
+    with inprocess.provider_server() as server:
+        # the project's own (session and SQL store) need no insecure-transport switch
+        contenders = api_calls.project_contenders(server.url, tmp_path)
+        monkeypatch.setenv("AUTHLIB_INSECURE_TRANSPORT", "1")
+        monkeypatch.setenv("OAUTHLIB_INSECURE_TRANSPORT", "1")
+        contenders += api_calls.peer_contenders(server.url)
+        measured = api_calls.measure(server, contenders, rounds=1, batch_s=0.01, warm_up=2)
+        stats = server.stats()
+    rounds = measured.rounds
+    assert list(rounds.rates) == list(api_calls.CLIENT_IDS)
+    assert all(rates[0] > 0 for rates in rounds.rates.values())
+    # the server saw exactly the calls each contender's view made, with its own token
+    assert set(measured.api_requests) == set(api_calls.CLIENT_IDS.values())
+    assert measured.api_requests["bare"] == measured.calls["bare"] + measured.calls["bare-aa"]
+    for name in ("project", "project-sql", "authlib", "flask-dance"):
+        assert measured.api_requests[name] == measured.calls[name] > 2
+        # one sign-in each, plus the project's own check call before the section
+        assert stats[name]["token_requests"] == 1
+        assert stats[name]["api_requests"] == measured.calls[name] + name.startswith("project")
+    lines = api_calls.requests_lines(measured)
+    assert any(line.split()[0] == "project-sql" for line in lines[1:-2])
+
+
+def test_an_api_view_that_answers_wrongly_invalidates_the_run() -> None:
+    with inprocess.provider_server() as server:
+        app = make_app("project", server.url)
+        calls: dict[str, int] = {}
+        never_signed_in = app.test_client()
+        runner = inprocess.api_runner(never_signed_in, "project", API_PATH, "project", calls)
+        with pytest.raises(inprocess.BenchmarkError, match="project: the API view answered"):
+            runner(1)
+        signed_in = inprocess.signed_in_browser(app, START_PATHS["project"], "code")
+        wrong = inprocess.api_runner(signed_in, "project", API_PATH, "someone-else", calls)
+        with pytest.raises(inprocess.BenchmarkError):
+            wrong(1)
+    assert calls == {"project": 0}
 
 
 def test_a_failed_step_invalidates_the_run() -> None:

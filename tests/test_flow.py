@@ -10,7 +10,7 @@ import pytest
 from fault_server import Behaviour, FaultServer, refused_url
 from helpers import CLIENT_SECRET, MakeApp, code_callback, fault_app, start_flow
 
-from flask_social_oauth2 import SocialOAuth2, flow
+from flask_social_oauth2 import SocialOAuth2, client_auth, flow
 
 USERINFO = {"sub": "u-1", "name": "Ada Lovelace", "email": "ada@example.org"}
 
@@ -76,7 +76,9 @@ def test_basic_client_authentication_on_request(
     client = app.test_client()
     code_callback(client, "faulty")
     (request,) = [r for r in fault_server.requests if r.path == "/token"]
-    assert request.headers["Authorization"] == flow.basic_credentials("test-client", CLIENT_SECRET)
+    assert request.headers["Authorization"] == client_auth.basic_credentials(
+        "test-client", CLIENT_SECRET
+    )
     assert "client_secret" not in request.form()
     assert request.form()["audience"] == ["api://x"]
 

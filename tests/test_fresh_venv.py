@@ -37,9 +37,9 @@ CONTRIBUTORS_PAGES: Final = frozenset({"docs/contributing.md"})
 PIP_INSTALL: Final = re.compile(r"\bpip install (?P<arguments>[^#&|;\n]+)")
 EXTRAS: Final = re.compile(r"^[\"']?\.\[(?P<extras>[\w,-]+)\][\"']?$")
 #: What a reader has installed besides this package and its extras: pytest to run the testing
-#: snippet (README.md, docs/testing.md), and Flask-SQLAlchemy for docs/tokens.md's "an app that
-#: already uses Flask-SQLAlchemy".
-READERS_OWN: Final = ("pytest", "flask-sqlalchemy")
+#: snippet (README.md, docs/testing.md), Flask-SQLAlchemy for docs/tokens.md's "an app that
+#: already uses Flask-SQLAlchemy", and Flask-Login for its linking example.
+READERS_OWN: Final = ("pytest", "flask-sqlalchemy", "flask-login")
 
 
 def readers_install_lines() -> list[tuple[str, str]]:

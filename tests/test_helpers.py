@@ -26,6 +26,7 @@ SUPPORT_MODULES: Final = {
     "provider_sign_in": "the recorded-answer sign-in harness of the built-in providers",
     "provider_cases": "the recorded-answer cases that harness runs",
     "fuzz_targets": "the atheris fuzz targets",
+    "oidc_provider_server": "panva's oidc-provider on loopback (PAR, DPoP, JWT client auth)",
 }
 
 #: A child that ignores Ctrl-C and SIGTERM, as a wedged server would.

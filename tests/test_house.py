@@ -7,6 +7,8 @@ Every import of a package module counts, at module level, inside functions and u
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -104,16 +106,17 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     ("__init__",),
     ("extension",),
     ("cli", "pytest_plugin"),
-    ("testing", "checks", "api"),
+    ("testing", "checks", "api", "accounts", "options", "pages"),
     ("app_state",),
     ("providers",),
     ("provider",),
     ("sign_in",),
-    ("id_token", "revocation", "runtime"),
+    ("id_token", "revocation", "runtime", "par"),
     ("discovery", "flow", "social_provider", "profile_fields", "callback", "tokens"),
     ("document_cache", "state_cookie", "config", "local_idp"),
-    ("http_client",),
-    ("settings", "deadline"),
+    ("yaml_file",),
+    ("http_client", "client_auth"),
+    ("settings", "deadline", "provider_response", "dpop"),
     ("errors", "signals", "redirects", "urls"),
 )
 
@@ -168,3 +171,25 @@ def test_the_graph_is_not_empty() -> None:
     assert f"{NAME}.settings" in graph[f"{NAME}.extension"] or any(
         f"{NAME}.settings" in targets for targets in graph.values()
     )
+
+
+def test_importing_the_extension_leaves_the_http_yaml_and_crypto_stacks_for_later() -> None:
+    """``from flask_social_oauth2 import SocialOAuth2`` costs little more than Flask: requests,
+    PyYAML, oauthlib, cryptography, joserfc and SQLAlchemy are imported when first needed."""
+    heavy = ("requests", "urllib3", "yaml", "oauthlib", "cryptography", "joserfc", "sqlalchemy")
+    code = (
+        "import sys\n"
+        "from flask import Flask\n"
+        "from flask_social_oauth2 import SocialOAuth2\n"
+        "app = Flask('light')\n"
+        "app.config['SOCIAL_OAUTH2_PROVIDERS'] = {'github': {\n"
+        "    'authorizationURL': 'https://github.com/login/oauth/authorize',\n"
+        "    'accessTokenURL': 'https://github.com/login/oauth/access_token',\n"
+        "    'redirectURL': '/authenticate/github', 'clientID': 'i', 'clientSecret': 's'}}\n"
+        "SocialOAuth2(app)\n"
+        f"print(sorted({{m.split('.')[0] for m in sys.modules}} & set({heavy!r})))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert done.stdout.strip() == "[]", done.stdout

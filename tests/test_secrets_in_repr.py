@@ -15,6 +15,7 @@ import contextlib
 import dataclasses
 import importlib
 import inspect
+import json
 import pkgutil
 import re
 from collections.abc import Callable, Iterator
@@ -28,7 +29,7 @@ import flask_social_oauth2
 from flask_social_oauth2 import SocialOAuth2
 from flask_social_oauth2.api import ProviderSession
 from flask_social_oauth2.callback import Callback
-from flask_social_oauth2.http_client import ProviderResponse
+from flask_social_oauth2.dpop import DPoPKey
 from flask_social_oauth2.local_idp import LocalIdentityProvider
 from flask_social_oauth2.local_idp.apple import CheckedSecret
 from flask_social_oauth2.local_idp.clock import ManualClock
@@ -40,6 +41,7 @@ from flask_social_oauth2.local_idp.models import (
 )
 from flask_social_oauth2.local_idp.server import LocalAuthorizationServer
 from flask_social_oauth2.provider import OAuth2Provider, SocialProvider
+from flask_social_oauth2.provider_response import ProviderResponse
 from flask_social_oauth2.providers.apple_secret import _Made
 from flask_social_oauth2.providers.form_post import FormPost
 from flask_social_oauth2.settings import OAuth2Info, OAuth2Settings
@@ -213,6 +215,7 @@ FACTORIES: Final[dict[type, Callable[[], object]]] = {
     _Made: lambda: _Made(SECRET, 0.0),
     TokenCipher: lambda: TokenCipher([FERNET_KEY]),
     ProviderSession: provider_session,
+    DPoPKey: DPoPKey.generate,  # its private value is random: see the test at the end
 }
 #: Objects that hold secrets under names the walk does not catch.
 MORE: Final[dict[str, Callable[[], object]]] = {
@@ -286,3 +289,9 @@ def test_no_private_key_in_the_local_identity_providers_objects() -> None:
     assert isinstance(private, str)
     for value in (idp, idp.keys, idp.authorization_server, idp.store):
         assert private not in shown(value), type(value)
+
+
+def test_no_private_key_in_a_dpop_key() -> None:
+    key = DPoPKey.generate()
+    private = json.loads(key.export())["d"]
+    assert private not in shown(key) + shown([key])

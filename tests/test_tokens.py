@@ -8,7 +8,7 @@ import threading
 from typing import Any
 
 import pytest
-from cryptography.fernet import Fernet, InvalidToken
+from cryptography.fernet import Fernet
 from flask import Flask, jsonify, session
 from helpers import MakeApp, RotatingRenewer, make_token, sign_in
 from itsdangerous import URLSafeTimedSerializer
@@ -25,7 +25,7 @@ from flask_social_oauth2.tokens import (
     derive_key,
     refresh_due,
 )
-from flask_social_oauth2.tokens.cipher import app_cipher
+from flask_social_oauth2.tokens.cipher import InvalidToken, app_cipher
 from flask_social_oauth2.tokens.record import dump_record, load_record
 from flask_social_oauth2.tokens.session import MAX_COOKIE_HEADER
 from flask_social_oauth2.tokens.store import seal, unseal

@@ -15,6 +15,7 @@ from urllib.parse import quote, urlsplit
 from authlib.integrations.flask_oauth2 import ResourceProtector
 from authlib.oauth2.rfc6749 import OAuth2Error
 from flask import Flask, Response, abort, request
+from oauthlib.common import add_params_to_uri
 
 from .models import LocalUser, TokenFailure, user_claims
 from .pages import (
@@ -281,6 +282,23 @@ def create_idp_app(provider: IdentityProvider) -> Flask:
         records.add_revocation(_recorded_token_request(response.status_code))
         return response
 
+    @app.get("/logout")
+    def logout() -> Response:
+        """RP-Initiated Logout 1.0: forget the browser's sign-in here (this provider keeps
+        none) and return to ``post_logout_redirect_uri`` when it is on the origin of one of the
+        client's redirect URIs, with ``state``; otherwise a plain "signed out" page."""
+        query = request.args.to_dict()
+        records.add_logout(query)
+        client = store.client(query.get("client_id", ""))
+        target = query.get("post_logout_redirect_uri")
+        if client is not None and target and _same_origin_as_one(target, client.redirect_uris):
+            if "state" in query:
+                target = add_params_to_uri(target, [("state", query["state"])])
+            response = Response(status=302)
+            response.headers["Location"] = target
+            return response
+        return Response("You are signed out.", mimetype="text/plain")
+
     protector = ResourceProtector()
     protector.register_token_validator(BearerValidator(store))
 
@@ -318,3 +336,11 @@ def create_idp_app(provider: IdentityProvider) -> Flask:
         return response
 
     return app
+
+
+def _same_origin_as_one(url: str, registered: Iterable[str]) -> bool:
+    def origin(address: str) -> tuple[str, str]:
+        parts = urlsplit(address)
+        return parts.scheme, parts.netloc
+
+    return any(origin(url) == origin(uri) for uri in registered)

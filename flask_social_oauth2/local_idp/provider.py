@@ -239,6 +239,11 @@ class LocalIdentityProvider:
         return f"{self.url}/revoke"
 
     @property
+    def end_session_url(self) -> str:
+        """The OpenID Connect RP-Initiated Logout endpoint (``end_session_endpoint``)."""
+        return f"{self.url}/logout"
+
+    @property
     def api_base_url(self) -> str:
         """The base of the protected API (``customProperties.apiBaseURL``): ``GET me``
         answers the bearer token's user."""
@@ -302,6 +307,7 @@ class LocalIdentityProvider:
             ],
             claims_supported=sorted(_SUPPORTED_CLAIMS),
         )
+        metadata["end_session_endpoint"] = self.end_session_url
         if self._iss_parameter:
             metadata["authorization_response_iss_parameter_supported"] = True
         metadata.validate()
@@ -417,6 +423,11 @@ class LocalIdentityProvider:
     def revocation_requests(self) -> list[RecordedTokenRequest]:
         """A copy of the list of revocation requests received, oldest first."""
         return self.records.revocation()
+
+    @property
+    def logout_requests(self) -> list[dict[str, str]]:
+        """A copy of the query of each RP-initiated logout request received, oldest first."""
+        return self.records.logout()
 
     @property
     def api_requests(self) -> list[dict[str, str]]:

@@ -88,6 +88,7 @@ class Records:
         self._userinfo: list[dict[str, str]] = []
         self._revocation: list[RecordedTokenRequest] = []
         self._api: list[dict[str, str]] = []
+        self._logout: list[dict[str, str]] = []
         self._documents: dict[str, int] = {"jwks": 0, "discovery": 0}
 
     def add_authorization(self, query: Mapping[str, str]) -> None:
@@ -104,6 +105,11 @@ class Records:
         """Record a revocation request (RFC 7009)."""
         with self._lock:
             self._revocation.append(record)
+
+    def add_logout(self, query: Mapping[str, str]) -> None:
+        """Record the query of an RP-initiated logout request."""
+        with self._lock:
+            self._logout.append(dict(query))
 
     def add_api(self, headers: Mapping[str, str]) -> None:
         """Record the headers of a request to the protected API."""
@@ -135,6 +141,11 @@ class Records:
         with self._lock:
             return list(self._revocation)
 
+    def logout(self) -> list[dict[str, str]]:
+        """A copy of the recorded logout queries."""
+        with self._lock:
+            return [dict(entry) for entry in self._logout]
+
     def api(self) -> list[dict[str, str]]:
         """A copy of the headers of the recorded API requests."""
         with self._lock:
@@ -159,6 +170,7 @@ class Records:
             self._userinfo.clear()
             self._revocation.clear()
             self._api.clear()
+            self._logout.clear()
 
 
 class NextAnswers:

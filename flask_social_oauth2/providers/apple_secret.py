@@ -16,6 +16,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final
 
+from ..client_auth import load_signing_key, normalize_pem, sign_jwt
+
 if TYPE_CHECKING:
     from joserfc.jwk import ECKey
 
@@ -27,31 +29,16 @@ RENEW_BEFORE: Final = 300
 ALGORITHM: Final = "ES256"
 
 
-def normalize_pem(value: str) -> str:
-    """The PEM text of ``value``, where a key pasted into one environment variable line may
-    have its line breaks written as ``\\n``."""
-    text = value.strip()
-    if "\n" not in text and "\\n" in text:
-        text = text.replace("\\n", "\n")
-    return text
-
-
 def load_private_key(value: str) -> ECKey:
     """The EC P-256 private key of a ``.p8`` PEM text.
 
     :raises ValueError: when ``value`` is not one (the message never repeats the value).
     """
-    from joserfc.errors import JoseError
     from joserfc.jwk import ECKey
 
-    try:
-        key = ECKey.import_key(normalize_pem(value))
-    except (JoseError, ValueError, TypeError) as error:
-        raise ValueError(f"is not a PEM private key ({type(error).__name__})") from None
-    if key.curve_name != "P-256":
-        raise ValueError(f"is a {key.curve_name} key; Apple's keys are P-256 (ES256)")
-    if not key.is_private:
-        raise ValueError("is a public key; it must be the private key (.p8) Apple issued")
+    key = load_signing_key(value)
+    if not isinstance(key, ECKey):
+        raise ValueError("is an RSA key; Apple's keys are EC P-256 (ES256)")
     return key
 
 
@@ -109,9 +96,8 @@ class ClientSecretCache:
 
 
 def make_secret(claims: SecretClaims, key: ECKey, now: float) -> str:
-    """A new client secret for ``claims``, issued at ``now``, signed with ``key``."""
-    from joserfc import jwt
-
+    """A new client secret for ``claims``, issued at ``now``, signed with ``key`` (the JWT
+    signing of :mod:`flask_social_oauth2.client_auth`)."""
     issued = int(now)
     payload = {
         "iss": claims.team_id,
@@ -120,8 +106,7 @@ def make_secret(claims: SecretClaims, key: ECKey, now: float) -> str:
         "iat": issued,
         "exp": issued + SECRET_LIFETIME,
     }
-    header = {"alg": ALGORITHM, "kid": claims.key_id}
-    return jwt.encode(header, payload, key, algorithms=[ALGORITHM])
+    return sign_jwt(payload, key, ALGORITHM, kid=claims.key_id)
 
 
 #: The secrets of this process.

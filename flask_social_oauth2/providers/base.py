@@ -13,7 +13,6 @@ from typing import Any, ClassVar, Final
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 from flask import has_request_context, request
-from oauthlib.common import add_params_to_uri
 
 from ..errors import (
     AuthenticationError,
@@ -22,9 +21,9 @@ from ..errors import (
     ProfileRetrievalError,
 )
 from ..flow import safe_error_code
-from ..http_client import ProviderResponse
 from ..profile_fields import first_text, lookup
 from ..provider import OAuth2Provider
+from ..provider_response import ProviderResponse
 from ..settings import OAuth2Info, OAuth2Settings, SocialProfile
 from ..state_cookie import PendingFlow
 from ..urls import check_endpoint_url
@@ -172,7 +171,11 @@ class BuiltinProvider(OAuth2Provider):
         added = [(k, v) for k, v in self.facts.authorization_params.items() if k not in configured]
         if Quirk.CLIENT_KEY in self.facts.quirks:
             added.append(("client_key", self.settings.client_id))
-        return add_params_to_uri(url, added) if added else url
+        if not added:
+            return url
+        from oauthlib.common import add_params_to_uri  # at first use, not with the app
+
+        return str(add_params_to_uri(url, added))
 
     def token_server(self, step: str) -> str | None:
         """The server the callback names for the token request (:attr:`ProviderFacts.
@@ -224,19 +227,20 @@ class BuiltinProvider(OAuth2Provider):
         renewed = OAuth2Provider.refresh(same_server, info, scope=scope)
         return dataclasses.replace(renewed, params={**renewed.params, where.parameter: server})
 
-    def _post_to_token_endpoint(
-        self, step: str, body: str, url: str | None = None
-    ) -> ProviderResponse:
-        quirks = self.facts.quirks
+    def token_endpoint(self, step: str, url: str) -> str:
         server = self.token_server(step)
-        if server is not None:
-            assert self.facts.callback_token_server is not None
-            url = server + self.facts.callback_token_server.token_path
+        if server is None:
+            return url
+        assert self.facts.callback_token_server is not None
+        return server + self.facts.callback_token_server.token_path
+
+    def finish_token_body(self, step: str, body: str) -> str:
+        quirks = self.facts.quirks
         if Quirk.CLIENT_KEY in quirks:
             body = urlencode([*parse_qsl(body), ("client_key", self.settings.client_id)])
         if Quirk.JSON_TOKEN_REQUEST in quirks:
             body = json.dumps(dict(parse_qsl(body)))
-        return super()._post_to_token_endpoint(step, body, url)
+        return body
 
     def parse_token_response(self, response: ProviderResponse) -> OAuth2Info:
         if Quirk.TOKEN_ANSWER_IN_DATA_LIST in self.facts.quirks:

@@ -294,8 +294,10 @@ Rules common to every provider:
 * A field the provider does not send (no e-mail, no picture, no last name) is `None`; an answer
   without a user id is a `ProfileRetrievalError`, never an empty profile.
 * `customProperties` is a map of strings; each provider section lists the keys it reads.
-  Every provider also reads `tokenEndpointAuthMethod` (`client_secret_post` or
-  `client_secret_basic`) to override how the client authenticates at the token endpoint, and
+  Every provider also reads `tokenEndpointAuthMethod` (`client_secret_post`,
+  `client_secret_basic`, `private_key_jwt` with `keyID`, `client_secret_jwt` or `none`: see
+  [Current OAuth](current-oauth.md)) to override how the client authenticates at the token
+  endpoint, and
   `issuer` / `discoveryURL` (OpenID Connect discovery, ID token verification and the RFC 9207
   `iss` check on the callback: see [OpenID Connect](openid-connect.md)).
 * OpenID Connect providers: when the scope asks for `openid`, their issuer is known (fixed, or

@@ -14,7 +14,6 @@ from flask import has_request_context, request
 
 from ..errors import InvalidCallbackError, ProfileRetrievalError
 from ..flow import safe_error_code
-from ..http_client import ProviderResponse
 from ..profile_fields import ProfileFields, first_text
 from ..settings import OAuth2Info, SocialProfile
 from .base import BuiltinProvider
@@ -136,9 +135,7 @@ class VKProvider(BuiltinProvider):
             renewed = super().refresh(info, scope=scope)
         return dataclasses.replace(renewed, params={**renewed.params, DEVICE_ID: device})
 
-    def _post_to_token_endpoint(
-        self, step: str, body: str, url: str | None = None
-    ) -> ProviderResponse:
+    def finish_token_body(self, step: str, body: str) -> str:
         added: list[tuple[str, str]] = []
         if step == "token request":
             device = self.callback_device_id()
@@ -153,7 +150,7 @@ class VKProvider(BuiltinProvider):
                 added.append((DEVICE_ID, device))
         if added:
             body = urlencode([*parse_qsl(body), *added])
-        return super()._post_to_token_endpoint(step, body, url)
+        return super().finish_token_body(step, body)
 
     def parse_profile(self, raw: Any, info: OAuth2Info) -> SocialProfile:
         if isinstance(raw, Mapping) and isinstance(raw.get("error"), str):  # VK ID's errors

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .cipher import TokenCipher, derive_key
+from .cipher import InvalidToken, TokenCipher, derive_key
 from .identity import Identity, IdentityStore
 from .session import SessionTokenStore
 from .store import Renew, TokenStore, refresh_due
@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 __all__ = [
     "Identity",
     "IdentityStore",
+    "InvalidToken",
     "Renew",
     "SQLAlchemyTokenStore",
     "SessionTokenStore",

@@ -11,13 +11,12 @@ from __future__ import annotations
 import base64
 import threading
 from collections.abc import Mapping, Sequence
-from typing import Any, Final
-
-from cryptography.fernet import Fernet, InvalidToken, MultiFernet
-from cryptography.hazmat.primitives import hashes
-from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+from typing import TYPE_CHECKING, Any, Final
 
 from ..errors import ConfigurationError, ConfigurationProblem
+
+if TYPE_CHECKING:
+    from cryptography.fernet import MultiFernet
 
 #: The HKDF label of the key derived from ``SECRET_KEY``: a fixed value, so that the derived
 #: key differs from every other use of the secret (session signing, the state cookie).
@@ -27,8 +26,18 @@ KEYS_SETTING: Final = "SOCIAL_OAUTH2_TOKEN_KEYS"
 __all__ = ["KEYS_SETTING", "InvalidToken", "TokenCipher", "app_cipher", "derive_key"]
 
 
+class InvalidToken(Exception):
+    """No key opens an encrypted token, or it was altered (:class:`TokenCipher.decrypt`)."""
+
+
+# cryptography is imported when tokens are first encrypted, not with the app.
+
+
 def derive_key(secret: str | bytes) -> bytes:
     """The Fernet key derived from an app secret (HKDF-SHA256, fixed label ``KEY_LABEL``)."""
+    from cryptography.hazmat.primitives import hashes
+    from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+
     material = secret.encode() if isinstance(secret, str) else secret
     derived = HKDF(algorithm=hashes.SHA256(), length=32, salt=None, info=KEY_LABEL).derive(material)
     return base64.urlsafe_b64encode(derived)
@@ -44,9 +53,11 @@ class TokenCipher:
     __slots__ = ("_fernet",)
 
     def __init__(self, keys: Sequence[str | bytes]) -> None:
+        from cryptography.fernet import Fernet, MultiFernet
+
         if not keys:
             raise ValueError("at least one key is needed")
-        self._fernet = MultiFernet([Fernet(key) for key in keys])
+        self._fernet: MultiFernet = MultiFernet([Fernet(key) for key in keys])
 
     def encrypt(self, data: bytes) -> str:
         """``data`` encrypted and authenticated, as ASCII text."""
@@ -55,9 +66,15 @@ class TokenCipher:
     def decrypt(self, token: str) -> bytes:
         """The data of ``token``.
 
-        :raises cryptography.fernet.InvalidToken: when no key opens it or it was altered.
+        :raises ~flask_social_oauth2.tokens.InvalidToken: when no key opens it or it was
+            altered.
         """
-        return self._fernet.decrypt(token.encode("ascii"))
+        from cryptography import fernet
+
+        try:
+            return self._fernet.decrypt(token.encode("ascii"))
+        except fernet.InvalidToken:
+            raise InvalidToken("no key opens the token, or it was altered") from None
 
     def __repr__(self) -> str:
         return "TokenCipher(keys=<hidden>)"
@@ -130,6 +147,8 @@ def token_key_problems(config: Mapping[str, Any]) -> list[ConfigurationProblem]:
         return [ConfigurationProblem(None, KEYS_SETTING, "must be a list of Fernet keys")]
     if not configured:
         return [ConfigurationProblem(None, KEYS_SETTING, "must list at least one Fernet key")]
+    from cryptography.fernet import Fernet
+
     problems = []
     for index, key in enumerate(configured):
         try:

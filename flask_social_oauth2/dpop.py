@@ -1,0 +1,424 @@
+"""DPoP (RFC 9449): the key of a sign-in, the proofs it signs, and the servers' nonces.
+
+A sender-constrained token is bound to a key pair made for one sign-in (:class:`DPoPKey`, EC
+P-256, ES256). Every request that uses or obtains such a token carries a fresh proof
+(:func:`proof`), a JWT signed by that key over the request's method and address. A server may
+demand that proofs repeat a nonce it chose: it answers ``use_dpop_nonce``
+(:func:`nonce_requested`) with the nonce in a ``DPoP-Nonce`` header (:func:`new_nonce`), and the
+client remembers the last one of each server (:class:`NonceStore`, :data:`nonces`).
+
+joserfc does all the JOSE work; it is imported when first needed, so that importing this module
+costs nothing until DPoP is used. Nothing here knows of Flask or of HTTP clients: callers hand in
+the status, headers and body of an answer.
+
+Example::
+
+    key = DPoPKey.generate()
+    headers = {"DPoP": proof(key, "POST", token_url, nonce=nonces.get(token_url))}
+    # ... send; then, with the answer:
+    nonces.remember(token_url, new_nonce(answer.headers))
+    if nonce_requested(answer.status, answer.headers, answer.body):
+        ...  # retry once with a fresh proof and nonce=nonces.get(token_url)
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import re
+import secrets
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Final, NoReturn
+from urllib.parse import SplitResult, urlsplit
+
+if TYPE_CHECKING:
+    from joserfc.jwk import ECKey
+
+__all__ = [
+    "ALGORITHM",
+    "DPoPKey",
+    "NonceStore",
+    "new_nonce",
+    "nonce_requested",
+    "nonces",
+    "proof",
+]
+
+#: The signing algorithm of every proof (the one the AT Protocol and FAPI 2.0 require).
+ALGORITHM: Final = "ES256"
+#: The ``typ`` header of a proof (RFC 9449 4.2).
+PROOF_TYPE: Final = "dpop+jwt"
+#: The error code of an answer that asks for a nonce (RFC 9449 8 and 9).
+USE_DPOP_NONCE: Final = "use_dpop_nonce"
+#: The longest nonce remembered: RFC 9449 sets no limit; real ones are some dozens of characters.
+MAX_NONCE_LENGTH: Final = 512
+#: Bytes of randomness in a proof's ``jti`` (RFC 9449 11.1 asks for at least 96 bits).
+JTI_BYTES: Final = 16
+#: The longest exported key :meth:`DPoPKey.load` reads (an exported P-256 key is ~180 bytes).
+_MAX_EXPORT_LENGTH: Final = 4096
+#: The largest error body and ``WWW-Authenticate`` value read for ``use_dpop_nonce``.
+_MAX_ERROR_BODY: Final = 16 * 1024
+_MAX_CHALLENGE_LENGTH: Final = 16 * 1024
+
+#: A nonce: 1*NQCHAR (RFC 9449 4.2; NQCHAR = %x21 / %x23-5B / %x5D-7E, no quote or backslash).
+_NONCE: Final = re.compile(r"[\x21\x23-\x5b\x5d-\x7e]+")
+_DEFAULT_PORTS: Final = {"http": 80, "https": 443}
+
+
+class DPoPKey:
+    """The EC P-256 private key of one sign-in, which signs its DPoP proofs.
+
+    Immutable. Its ``repr`` and ``str`` name only the thumbprint; it refuses to be pickled
+    (store :meth:`export`, encrypted, instead).
+    """
+
+    __slots__ = ("_jkt", "_key", "_public")
+
+    _key: ECKey
+    _jkt: str
+    _public: dict[str, str]
+
+    def __init__(self, key: ECKey) -> None:
+        """Wrap a joserfc private key; prefer :meth:`generate` and :meth:`load`.
+
+        :raises ValueError: when ``key`` is not an EC P-256 private key.
+        """
+        from joserfc.jwk import ECKey
+
+        if not isinstance(key, ECKey) or key.curve_name != "P-256" or not key.is_private:
+            raise ValueError("a DPoP key must be an EC P-256 private key")
+        self._key = key
+        self._public = {name: str(value) for name, value in key.as_dict(private=False).items()}
+        self._jkt = key.thumbprint()
+
+    @classmethod
+    def generate(cls) -> DPoPKey:
+        """A fresh key pair (EC P-256)."""
+        from joserfc.jwk import ECKey
+
+        return cls(ECKey.generate_key("P-256"))
+
+    @classmethod
+    def load(cls, text: str) -> DPoPKey:
+        """The key that :meth:`export` wrote.
+
+        :raises ValueError: when ``text`` is not the JSON of an EC P-256 private JWK (the
+            message never repeats ``text``).
+        """
+        if not isinstance(text, str) or len(text) > _MAX_EXPORT_LENGTH:
+            raise ValueError("is not an exported DPoP key")
+        try:
+            jwk = json.loads(text)
+        except (ValueError, RecursionError):
+            raise ValueError("is not an exported DPoP key (not JSON)") from None
+        if not isinstance(jwk, dict) or jwk.get("kty") != "EC" or jwk.get("crv") != "P-256":
+            raise ValueError("is not an EC P-256 JWK")
+        if not all(isinstance(jwk.get(name), str) for name in ("x", "y", "d")):
+            raise ValueError("is not an EC P-256 private JWK")
+        from joserfc.errors import JoseError
+        from joserfc.jwk import ECKey
+
+        try:
+            key = ECKey.import_key(jwk)
+        except (JoseError, ValueError, TypeError) as error:
+            # the JWK holds d; name the failure, never the value
+            raise ValueError(f"is not a valid EC P-256 key ({type(error).__name__})") from None
+        return cls(key)
+
+    @property
+    def thumbprint(self) -> str:
+        """The RFC 7638 JWK SHA-256 thumbprint, base64url: the ``dpop_jkt`` of an authorization
+        request and the ``cnf.jkt`` of a bound token."""
+        return self._jkt
+
+    def public_jwk(self) -> dict[str, str]:
+        """The public JWK (``kty``, ``crv``, ``x``, ``y``), a new dict each call."""
+        return dict(self._public)
+
+    def export(self) -> str:
+        """The private JWK as compact JSON, for the caller to encrypt and store; never log it."""
+        jwk = self._key.as_dict(private=True)
+        return json.dumps(jwk, separators=(",", ":"), sort_keys=True)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, DPoPKey):
+            return NotImplemented
+        return secrets.compare_digest(self.export(), other.export())
+
+    def __hash__(self) -> int:
+        return hash(self._jkt)
+
+    def __repr__(self) -> str:
+        return f"DPoPKey(jkt={self._jkt!r})"
+
+    __str__ = __repr__
+
+    def __reduce__(self) -> NoReturn:
+        raise TypeError("a DPoPKey is not pickled: store its export(), encrypted")
+
+    def __copy__(self) -> DPoPKey:
+        return self  # immutable
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> DPoPKey:
+        return self
+
+
+def proof(
+    key: DPoPKey,
+    method: str,
+    url: str,
+    *,
+    nonce: str | None = None,
+    access_token: str | None = None,
+    now: float | None = None,
+) -> str:
+    """A fresh DPoP proof (RFC 9449 4.2) for one request: the ``DPoP`` header's value.
+
+    :param key: The sign-in's key; the proof's header carries its public half.
+    :param method: The request's HTTP method (``htm``, sent upper case).
+    :param url: The request's absolute http(s) address; ``htu`` is it without query and
+        fragment, with scheme and host in lower case and no default port (RFC 3986 6.2.2 and
+        6.2.3). The path is kept as given: pass the address as it is sent.
+    :param nonce: The server's last ``DPoP-Nonce``, if it gave one.
+    :param access_token: The access token the request presents; its hash becomes ``ath``.
+    :param now: Seconds since the epoch (``iat``); the clock by default.
+    :raises ValueError: for an empty method, an address that is not absolute http(s), an
+        invalid nonce, or an access token that is not ASCII.
+    """
+    if not method or not method.isascii() or not method.isalpha():
+        raise ValueError("an HTTP method is letters only")
+    claims: dict[str, Any] = {
+        "jti": secrets.token_urlsafe(JTI_BYTES),
+        "htm": method.upper(),
+        "htu": target_uri(url),
+        "iat": int(time.time() if now is None else now),
+    }
+    if nonce is not None:
+        if not is_valid_nonce(nonce):
+            raise ValueError(f"a DPoP nonce is 1 to {MAX_NONCE_LENGTH} NQCHAR")
+        claims["nonce"] = nonce
+    if access_token is not None:
+        claims["ath"] = access_token_hash(access_token)
+    header = {"typ": PROOF_TYPE, "alg": ALGORITHM, "jwk": key.public_jwk()}
+    from joserfc import jwt
+
+    return jwt.encode(header, claims, key._key, algorithms=[ALGORITHM])
+
+
+def access_token_hash(access_token: str) -> str:
+    """``ath``: base64url (no padding) of the SHA-256 of the token's ASCII (RFC 9449 4.2).
+
+    :raises ValueError: when the token is not ASCII (RFC 6749 A.12 allows only VSCHAR).
+    """
+    digest = hashlib.sha256(access_token.encode("ascii")).digest()
+    return base64.urlsafe_b64encode(digest).rstrip(b"=").decode("ascii")
+
+
+def _split(url: str) -> tuple[SplitResult, str]:
+    """``url`` split, and its origin with scheme and host in lower case and no default port.
+
+    :raises ValueError: when it is not an absolute http(s) URL with a host.
+    """
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:  # a port that is not a number in range, a broken IPv6 address
+        raise ValueError("is not an absolute http(s) URL (bad host or port)") from None
+    scheme = parts.scheme.lower()
+    host = parts.hostname  # lower case, without brackets or user information
+    if scheme not in _DEFAULT_PORTS or not host:
+        raise ValueError("is not an absolute http(s) URL")
+    if ":" in host:
+        host = f"[{host}]"
+    if port is not None and port != _DEFAULT_PORTS[scheme]:
+        host = f"{host}:{port}"
+    return parts, f"{scheme}://{host}"
+
+
+def target_uri(url: str) -> str:
+    """The ``htu`` of a request to ``url`` (see :func:`proof`).
+
+    :raises ValueError: when ``url`` is not an absolute http(s) URL with a host.
+    """
+    parts, server = _split(url)
+    return server + (parts.path or "/")
+
+
+def origin(url: str) -> str:
+    """The server ``url`` belongs to, ``scheme://host[:port]``, as :class:`NonceStore` keys it.
+
+    :raises ValueError: when ``url`` is not an absolute http(s) URL with a host.
+    """
+    return _split(url)[1]
+
+
+def is_valid_nonce(value: object) -> bool:
+    """Whether ``value`` is a nonce this client repeats: 1*NQCHAR, at most
+    :data:`MAX_NONCE_LENGTH` characters."""
+    return (
+        isinstance(value, str)
+        and len(value) <= MAX_NONCE_LENGTH
+        and _NONCE.fullmatch(value) is not None
+    )
+
+
+class NonceStore:
+    """The last DPoP nonce of each server, by origin: thread-safe, least recently used first
+    out beyond ``max_servers``.
+
+    :param max_servers: How many servers' nonces are kept.
+    """
+
+    def __init__(self, max_servers: int = 1024) -> None:
+        if max_servers < 1:
+            raise ValueError("max_servers must be at least 1")
+        self.max_servers = max_servers
+        self._lock = threading.Lock()
+        self._nonces: OrderedDict[str, str] = OrderedDict()
+
+    def get(self, url: str) -> str | None:
+        """The last nonce of the server of ``url``, or ``None`` (also for a malformed URL)."""
+        try:
+            key = origin(url)
+        except ValueError:
+            return None
+        with self._lock:
+            nonce = self._nonces.get(key)
+            if nonce is not None:
+                self._nonces.move_to_end(key)
+            return nonce
+
+    def remember(self, url: str, nonce: str | None) -> None:
+        """Keep ``nonce`` as the server of ``url``'s last; ``None``, an invalid nonce or a
+        malformed URL is ignored."""
+        if not is_valid_nonce(nonce):
+            return
+        assert nonce is not None
+        try:
+            key = origin(url)
+        except ValueError:
+            return
+        with self._lock:
+            self._nonces[key] = nonce
+            self._nonces.move_to_end(key)
+            while len(self._nonces) > self.max_servers:
+                self._nonces.popitem(last=False)
+
+    def clear(self) -> None:
+        """Forget every nonce."""
+        with self._lock:
+            self._nonces.clear()
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._nonces)
+
+    def __repr__(self) -> str:
+        return f"NonceStore(servers={len(self)}, max_servers={self.max_servers})"
+
+
+#: The nonces of this process.
+nonces: Final = NonceStore()
+
+
+def _header(headers: Mapping[str, str], name: str) -> str | None:
+    """The value of header ``name`` in ``headers``, whatever the case of its key."""
+    value = headers.get(name)
+    if value is None:
+        wanted = name.lower()
+        value = next(
+            (v for k, v in headers.items() if isinstance(k, str) and k.lower() == wanted), None
+        )
+    return value if isinstance(value, str) else None
+
+
+def new_nonce(headers: Mapping[str, str]) -> str | None:
+    """The ``DPoP-Nonce`` of an answer's ``headers``, or ``None`` when absent or invalid."""
+    value = _header(headers, "DPoP-Nonce")
+    if value is None:
+        return None
+    value = value.strip(" \t")
+    return value if is_valid_nonce(value) else None
+
+
+def nonce_requested(status: int, headers: Mapping[str, str], body: bytes) -> bool:
+    """Whether an answer asks for a proof with a (new) nonce: a 400 whose JSON ``error`` is
+    ``use_dpop_nonce`` (authorization server, RFC 9449 8), or a 401 with a ``DPoP`` challenge
+    whose ``error`` is ``use_dpop_nonce`` (resource server, RFC 9449 9). Never raises."""
+    if status == 400:
+        return _json_error(body) == USE_DPOP_NONCE
+    if status == 401:
+        value = _header(headers, "WWW-Authenticate")
+        if value is None or len(value) > _MAX_CHALLENGE_LENGTH:
+            return False
+        return any(
+            scheme == "dpop" and params.get("error") == USE_DPOP_NONCE
+            for scheme, params in challenges(value)
+        )
+    return False
+
+
+def _json_error(body: bytes) -> str | None:
+    """The ``error`` member of a JSON object ``body``, or ``None``."""
+    if not isinstance(body, bytes | bytearray) or len(body) > _MAX_ERROR_BODY:
+        return None
+    if USE_DPOP_NONCE.encode() not in body:  # the common case, and most garbage, unparsed
+        return None
+    try:
+        document = json.loads(body)
+    except (ValueError, RecursionError):
+        return None
+    error = document.get("error") if isinstance(document, dict) else None
+    return error if isinstance(error, str) else None
+
+
+_TCHARS: Final = r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+"
+_QUOTED: Final = r'"(?:[^"\\]|\\.)*"'
+#: An auth-param: token BWS "=" BWS ( token / quoted-string ) (RFC 9110 11.2).
+_PARAM: Final = re.compile(rf"({_TCHARS})[ \t]*=[ \t]*(?:({_TCHARS})|({_QUOTED}))")
+#: A token68 after a scheme, when the challenge's only other content (RFC 9110 11.2).
+_TOKEN68: Final = re.compile(r"[A-Za-z0-9\-._~+/]+=*(?=[ \t]*(?:,|$))")
+_SCHEME: Final = re.compile(_TCHARS)
+_SEPARATORS: Final = re.compile(r"[ \t,]*")
+_SPACES: Final = re.compile(r"[ \t]*")
+_ESCAPE: Final = re.compile(r"\\(.)")
+
+
+def _skip(pattern: re.Pattern[str], value: str, position: int) -> int:
+    """The position after what ``pattern`` (which matches the empty string) matches there."""
+    skipped = pattern.match(value, position)
+    return position if skipped is None else skipped.end()
+
+
+def challenges(value: str) -> list[tuple[str, dict[str, str]]]:
+    """The challenges of a ``WWW-Authenticate`` value (RFC 9110 11.6.1): ``(scheme, params)``
+    pairs, the scheme and parameter names in lower case, quoted values unquoted. Parsing stops
+    at the first thing that is not a challenge; what came before it is kept."""
+    found: list[tuple[str, dict[str, str]]] = []
+    position = 0
+    while True:
+        position = _skip(_SEPARATORS, value, position)
+        scheme = _SCHEME.match(value, position)
+        if scheme is None:
+            return found
+        params: dict[str, str] = {}
+        found.append((scheme.group().lower(), params))
+        position = _skip(_SPACES, value, scheme.end())
+        if position == scheme.end() and position < len(value) and value[position] != ",":
+            return found  # a scheme runs straight into something else
+        token68 = _TOKEN68.match(value, position)
+        if token68 is not None and _PARAM.match(value, position) is None:
+            position = token68.end()
+            continue
+        while (param := _PARAM.match(value, position)) is not None:
+            name, token, quoted = param.groups()
+            text = token if token is not None else _ESCAPE.sub(r"\1", quoted[1:-1])
+            params.setdefault(name.lower(), text)
+            position = _skip(_SPACES, value, param.end())
+            if position < len(value) and value[position] != ",":
+                return found
+            position = _skip(_SEPARATORS, value, position)

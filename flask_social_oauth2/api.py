@@ -17,7 +17,7 @@ import requests
 from flask import Flask, current_app
 from requests_oauthlib import OAuth2Session
 
-from . import signals
+from . import dpop, signals
 from .errors import SignInRequiredError, UnexpectedResponseError
 from .http_client import get_client
 from .provider import OAuth2Provider
@@ -129,9 +129,49 @@ class ProviderSession(OAuth2Session):  # type: ignore[misc]  # requests-oauthlib
         problem = check_endpoint_url(target)
         if problem is not None:
             raise ValueError(f"provider {name!r}: the API URL {problem}")
-        all_headers = dict(headers or {})
-        if not withhold_token:
-            all_headers.update(self._authorization(self._token_for_call()))
+        token = None if withhold_token else self._token_for_call()
+        key = None if token is None or token.dpop_key is None else dpop.DPoPKey.load(token.dpop_key)
+        timeout = kwargs.pop("timeout", None) or self._timeout
+        per_read = timeout if isinstance(timeout, tuple) else (timeout, timeout)
+        kwargs.setdefault("proxies", self._http.proxies_for(target))
+        kwargs["stream"] = True  # the body is read below, under the size cap
+        method_name = method.decode() if isinstance(method, bytes) else method
+        for attempt in (1, 2):
+            all_headers = dict(headers or {})
+            if token is not None:
+                all_headers.update(self._authorization(token))
+            if token is not None and key is not None:
+                all_headers["Authorization"] = f"DPoP {token.access_token}"
+                all_headers["DPoP"] = dpop.proof(
+                    key,
+                    method_name,
+                    target,
+                    nonce=dpop.nonces.get(target),
+                    access_token=token.access_token,
+                )
+            response = self._send_once(
+                method, target, data, files, all_headers, per_read, dict(kwargs)
+            )
+            if key is None:
+                break
+            dpop.nonces.remember(target, dpop.new_nonce(response.headers))
+            if attempt == 2 or not dpop.nonce_requested(
+                response.status_code, response.headers, response.content
+            ):
+                break
+        return response
+
+    def _send_once(
+        self,
+        method: str | bytes,
+        target: str,
+        data: Any,
+        files: Any,
+        all_headers: dict[str, Any],
+        per_read: tuple[float, float],
+        kwargs: dict[str, Any],
+    ) -> requests.Response:
+        name = self.provider.name
         self._http.check_headers(
             {key: value for key, value in all_headers.items() if isinstance(value, str)},
             provider=name,
@@ -139,10 +179,6 @@ class ProviderSession(OAuth2Session):  # type: ignore[misc]  # requests-oauthlib
             url=target,
             error=UnexpectedResponseError,
         )
-        timeout = kwargs.pop("timeout", None) or self._timeout
-        per_read = timeout if isinstance(timeout, tuple) else (timeout, timeout)
-        kwargs.setdefault("proxies", self._http.proxies_for(target))
-        kwargs["stream"] = True  # the body is read below, under the size cap
         with self._http.deadline(max(per_read)):
             try:
                 response = requests.Session.request(

@@ -61,6 +61,7 @@ def authorization_url(
     verifier: str,
     nonce: str | None = None,
     endpoint: str | None = None,
+    extra: Sequence[tuple[str, str]] = (),
 ) -> str:
     """The address that starts the flow at the provider.
 
@@ -73,20 +74,25 @@ def authorization_url(
     base = endpoint or settings.authorization_url
     assert base is not None
     challenge = code_challenge(verifier)
-    if "?" not in base and "#" not in base and _URLSAFE.match(state + (nonce or "")):
+    if not extra and "?" not in base and "#" not in base and _URLSAFE.match(state + (nonce or "")):
         # The common case, built from a per-(client, redirect_uri, scope) prefix encoded once:
         # the same query as below, without oauthlib's parse and re-encode (a third of the
         # redirect step's own time in the profile). state, challenge and nonce need no quoting.
         prefix = _query_prefix(settings.client_id, redirect_uri, settings.scope)
         nonce_part = "" if nonce is None else f"&nonce={nonce}"
-        extra = settings.authorization_params
-        extra_part = f"&{urlencode(tuple(extra.items()))}" if extra else ""
+        configured = settings.authorization_params
+        extra_part = f"&{urlencode(tuple(configured.items()))}" if configured else ""
         return (
             f"{base}?{prefix}&state={state}&code_challenge={challenge}"
             f"&code_challenge_method=S256{nonce_part}{extra_part}"
         )
     params = authorization_params(
-        settings, redirect_uri=redirect_uri, state=state, verifier=verifier, nonce=nonce
+        settings,
+        redirect_uri=redirect_uri,
+        state=state,
+        verifier=verifier,
+        nonce=nonce,
+        extra=extra,
     )
     from oauthlib.common import add_params_to_uri  # imported at first use, not with the app
 
@@ -236,12 +242,13 @@ def _looks_like_json(body: bytes) -> bool:
 
 
 def parse_token_response(
-    provider: str, response: ProviderResponse, step: str = "token request"
+    provider: str, response: ProviderResponse, step: str = "token request", *, dpop: bool = False
 ) -> OAuth2Info:
     """Read a token endpoint's answer into :class:`OAuth2Info`.
 
     ``expires_in`` given as a string is read as a number; an absent ``token_type`` is taken as
-    bearer, any other type is refused.
+    bearer, any other type is refused. With ``dpop`` (the request carried a DPoP proof), the
+    ``token_type`` must be ``DPoP``: a bearer answer would be a silent downgrade.
 
     :raises UnexpectedResponseError: see :func:`read_token_fields`; also for a missing access
         token or a token type other than bearer.
@@ -258,8 +265,13 @@ def parse_token_response(
             provider, f"{step}: access_token has characters other than printable ASCII"
         )
     token_type = fields.pop("token_type", None)
-    if token_type is not None and (
-        not isinstance(token_type, str) or token_type.lower() != "bearer"
+    if dpop and not (isinstance(token_type, str) and token_type.lower() == "dpop"):
+        raise UnexpectedResponseError(
+            provider, f"{step}: the token is not DPoP-bound (token_type is not DPoP)"
+        )
+    if not dpop and (
+        token_type is not None
+        and (not isinstance(token_type, str) or token_type.lower() != "bearer")
     ):
         shown = (
             safe_error_code(token_type)

@@ -10,6 +10,7 @@ PAR, so an attacker who breaks the push cannot make the parameters travel in the
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Final
 from urllib.parse import quote
 
@@ -61,10 +62,11 @@ def settings_problems(settings: OAuth2Settings, *, has_issuer: bool) -> list[Con
 
 
 def endpoint(
-    provider: str, settings: OAuth2Settings, metadata: ProviderMetadata | None
+    provider: str, settings: OAuth2Settings, metadata: Callable[[], ProviderMetadata | None]
 ) -> str | None:
     """Where this flow's authorization request is pushed, or ``None`` for a plain redirect.
 
+    :param metadata: Reads the provider's metadata; called only when it decides.
     :raises ConfigurationError: for ``required`` when the metadata names no endpoint.
     """
     mode = settings.custom_properties.get(MODE_KEY, "auto")
@@ -73,7 +75,8 @@ def endpoint(
     configured = settings.custom_properties.get(URL_KEY)
     if configured is not None:
         return configured
-    found = None if metadata is None else metadata.pushed_authorization_request_endpoint
+    found_in = metadata()
+    found = None if found_in is None else found_in.pushed_authorization_request_endpoint
     if found is None and mode == "required":
         raise ConfigurationError(
             [

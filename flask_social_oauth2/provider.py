@@ -12,13 +12,14 @@ import dataclasses
 import logging
 import re
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Final
 from urllib.parse import urlencode
 
 from flask import Response
 
-from . import client_auth, discovery, flow, id_token, par, revocation, sign_in
+from . import client_auth, discovery, dpop, flow, id_token, par, revocation, sign_in
 from .client_auth import ClientAuthMethod
+from .dpop import DPoPKey
 from .errors import (
     AuthenticationError,
     ConfigurationProblem,
@@ -45,6 +46,8 @@ logger = logging.getLogger("flask_social_oauth2")
 
 TokenAuthMethod = ClientAuthMethod
 BodyWith = Callable[[Sequence[tuple[str, str]]], str]
+#: The ``customProperties`` key that turns DPoP on.
+DPOP_KEY: Final = "dpop"
 
 
 class OAuth2Provider(SocialProvider):
@@ -107,6 +110,10 @@ class OAuth2Provider(SocialProvider):
             )
         problems.extend(client_auth.settings_problems(settings))
         problems.extend(par.settings_problems(settings, has_issuer=issuer is not None))
+        if settings.custom_properties.get(DPOP_KEY, "false") not in ("true", "false"):
+            problems.append(
+                ConfigurationProblem(None, f"customProperties.{DPOP_KEY}", "must be true or false")
+            )
         verifies = issuer is not None and "openid" in (settings.scope or "").split()
         problems.extend(discovery.settings_problems(settings))
         problems.extend(revocation.settings_problems(settings))
@@ -146,6 +153,11 @@ class OAuth2Provider(SocialProvider):
     def token_request_headers(self) -> Mapping[str, str]:
         """Extra headers for the token request (e.g. a User-Agent a provider demands)."""
         return {}
+
+    def uses_dpop(self) -> bool:
+        """Whether the provider's tokens are bound to a key of the sign-in (DPoP, RFC 9449):
+        ``customProperties.dpop`` is ``"true"``."""
+        return self.settings.custom_properties.get(DPOP_KEY, "false") == "true"
 
     def uses_nonce(self) -> bool:
         """Whether the flow sends an OpenID Connect nonce: when the scope asks for ``openid``."""
@@ -218,7 +230,7 @@ class OAuth2Provider(SocialProvider):
     def authenticate(self) -> Response | OAuth2Info:
         return sign_in.step(self)
 
-    def authorization_url(self, pending: PendingFlow) -> str:
+    def authorization_url(self, pending: PendingFlow, dpop_key: DPoPKey | None = None) -> str:
         """The provider address that starts ``pending``: the authorization request in its
         query, or, when the provider takes pushed requests (RFC 9126, see
         :mod:`flask_social_oauth2.par`), the request pushed first, client-authenticated, and
@@ -231,8 +243,10 @@ class OAuth2Provider(SocialProvider):
         assert pending.verifier is not None
         endpoint = self.authorization_endpoint()  # configured, or discovered
         assert endpoint is not None
-        push_to = par.endpoint(self.name, self.settings, self.openid_metadata())
+        push_to = par.endpoint(self.name, self.settings, self.openid_metadata)
         if push_to is None:
+            # without a push, the key is named in the request (RFC 9449 10)
+            bound = () if dpop_key is None else (("dpop_jkt", dpop_key.thumbprint),)
             return flow.authorization_url(
                 self.settings,
                 endpoint=endpoint,
@@ -240,6 +254,7 @@ class OAuth2Provider(SocialProvider):
                 state=pending.state,
                 verifier=pending.verifier,
                 nonce=pending.nonce,
+                extra=bound,
             )
         params = flow.authorization_params(
             self.settings,
@@ -252,7 +267,7 @@ class OAuth2Provider(SocialProvider):
         def body(client_fields: Sequence[tuple[str, str]]) -> str:
             return urlencode([*params, *client_fields])
 
-        answer = self._post_to_token_endpoint(par.STEP, body, push_to)
+        answer = self._post_to_token_endpoint(par.STEP, body, push_to, dpop_key=dpop_key)
         request_uri = par.read_answer(self.name, answer)
         return par.browser_url(endpoint, self.settings.client_id, request_uri)
 
@@ -292,7 +307,14 @@ class OAuth2Provider(SocialProvider):
             extra_issuers=self.extra_id_token_issuers,
         )
 
-    def exchange_code(self, code: str, *, redirect_uri: str, verifier: str | None) -> OAuth2Info:
+    def exchange_code(
+        self,
+        code: str,
+        *,
+        redirect_uri: str,
+        verifier: str | None,
+        dpop_key: DPoPKey | None = None,
+    ) -> OAuth2Info:
         """The token request (RFC 6749 4.1.3), with the identical ``redirect_uri``.
 
         :raises UnexpectedResponseError: when the provider fails or answers no valid token.
@@ -308,26 +330,44 @@ class OAuth2Provider(SocialProvider):
                 client_fields=client_fields,
             )
 
-        return self.parse_token_response(self._post_to_token_endpoint("token request", body))
+        response = self._post_to_token_endpoint("token request", body, dpop_key=dpop_key)
+        if dpop_key is None:
+            return self.parse_token_response(response)
+        info = flow.parse_token_response(self.name, response, dpop=True)
+        return dataclasses.replace(info, dpop_key=dpop_key.export())
 
     def _post_to_token_endpoint(
-        self, step: str, body: BodyWith, url: str | None = None
+        self, step: str, body: BodyWith, url: str | None = None, *, dpop_key: DPoPKey | None = None
     ) -> ProviderResponse:
         """POST a form body to ``accessTokenURL`` (or ``url``; see :meth:`token_endpoint`)
-        with the client's authentication, made for this request.
+        with the client's authentication, made for this request, and with ``dpop_key`` a DPoP
+        proof; a server's ``use_dpop_nonce`` answer is retried once, with a fresh proof and a
+        fresh client assertion (the server may have spent the first).
 
         :param body: Makes the form body from the client's authentication fields.
         """
         url = self.token_endpoint(step, url or self.settings.access_token_url)
-        credentials = self.client_credentials(url)
-        return self.send(
-            "POST",
-            url,
-            step=step,
-            error=UnexpectedResponseError,
-            headers=flow.token_headers({**self.token_request_headers(), **credentials.headers}),
-            data=self.finish_token_body(step, body(credentials.fields)),
-        )
+        for attempt in (1, 2):
+            credentials = self.client_credentials(url)
+            headers = flow.token_headers({**self.token_request_headers(), **credentials.headers})
+            if dpop_key is not None:
+                headers["DPoP"] = dpop.proof(dpop_key, "POST", url, nonce=dpop.nonces.get(url))
+            response = self.send(
+                "POST",
+                url,
+                step=step,
+                error=UnexpectedResponseError,
+                headers=headers,
+                data=self.finish_token_body(step, body(credentials.fields)),
+            )
+            if dpop_key is None:
+                return response
+            dpop.nonces.remember(url, dpop.new_nonce(response.headers))
+            if attempt == 2 or not dpop.nonce_requested(
+                response.status, response.headers, response.body
+            ):
+                return response
+        raise AssertionError("unreachable")
 
     def token_endpoint(self, step: str, url: str) -> str:
         """Where the ``step`` request goes (``"token request"``, ``"refresh request"``,
@@ -371,8 +411,13 @@ class OAuth2Provider(SocialProvider):
                 settings, refresh_token=refresh_token, scope=scope, client_fields=client_fields
             )
 
-        response = self._post_to_token_endpoint("refresh request", body)
-        renewed = flow.parse_token_response(self.name, response, "refresh request")
+        key = None if info.dpop_key is None else dpop.DPoPKey.load(info.dpop_key)
+        response = self._post_to_token_endpoint("refresh request", body, dpop_key=key)
+        if key is None:
+            renewed = flow.parse_token_response(self.name, response, "refresh request")
+        else:
+            renewed = flow.parse_token_response(self.name, response, "refresh request", dpop=True)
+            renewed = dataclasses.replace(renewed, dpop_key=info.dpop_key)
         if renewed.refresh_token is None:
             renewed = dataclasses.replace(renewed, refresh_token=info.refresh_token)
         issuer = self.issuer
@@ -410,7 +455,8 @@ class OAuth2Provider(SocialProvider):
         def body(client_fields: Sequence[tuple[str, str]]) -> str:
             return revocation.request_body(settings, info, client_fields)
 
-        response = self._post_to_token_endpoint(revocation.STEP, body, url)
+        key = None if info.dpop_key is None else dpop.DPoPKey.load(info.dpop_key)
+        response = self._post_to_token_endpoint(revocation.STEP, body, url, dpop_key=key)
         revocation.check_answer(self.name, response)
         logger.info("%s: token revoked", self.name)
         return True
@@ -539,20 +585,38 @@ class OAuth2Provider(SocialProvider):
         :raises ProfileRetrievalError: for a failed request, a non-2xx status or a body that
             is not JSON.
         """
-        all_headers = {"Accept": "application/json"}
-        if info is not None:
-            all_headers["Authorization"] = f"Bearer {info.access_token}"
-        if headers:
-            all_headers.update(headers)
-        response = self.send(
-            method,
-            url,
-            step=step,
-            error=ProfileRetrievalError,
-            headers=all_headers,
-            params=params,
-            data=data,
-        )
+        key = None if info is None or info.dpop_key is None else dpop.DPoPKey.load(info.dpop_key)
+        for attempt in (1, 2):
+            all_headers = {"Accept": "application/json"}
+            if info is not None and key is not None:
+                all_headers["Authorization"] = f"DPoP {info.access_token}"
+                all_headers["DPoP"] = dpop.proof(
+                    key,
+                    method,
+                    url,
+                    nonce=dpop.nonces.get(url),
+                    access_token=info.access_token,
+                )
+            elif info is not None:
+                all_headers["Authorization"] = f"Bearer {info.access_token}"
+            if headers:
+                all_headers.update(headers)
+            response = self.send(
+                method,
+                url,
+                step=step,
+                error=ProfileRetrievalError,
+                headers=all_headers,
+                params=params,
+                data=data,
+            )
+            if key is None:
+                break
+            dpop.nonces.remember(url, dpop.new_nonce(response.headers))
+            if attempt == 2 or not dpop.nonce_requested(
+                response.status, response.headers, response.body
+            ):
+                break
         if not 200 <= response.status < 300:
             raise ProfileRetrievalError(self.name, f"{step} failed: HTTP {response.status}")
         try:

@@ -335,6 +335,8 @@ class OAuth2Info:
         was verified. ``repr`` shows the claim names only.
     :param expires_at: When the access token expires, in seconds since the epoch; set by the
         token stores (from ``expires_in`` when the token is saved), ``None`` when unknown.
+    :param dpop_key: The private key the tokens are bound to (DPoP, RFC 9449), as a JWK in
+        JSON, when the sign-in used DPoP; kept encrypted by the token stores and never shown.
     """
 
     access_token: str
@@ -344,6 +346,7 @@ class OAuth2Info:
     params: Mapping[str, Any] = field(default_factory=lambda: _EMPTY)
     id_token_claims: Mapping[str, Any] | None = None
     expires_at: float | None = None
+    dpop_key: str | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.params, MappingProxyType):
@@ -364,6 +367,7 @@ class OAuth2Info:
                 if self.id_token_claims is None
                 else f", id_token_claims=<{', '.join(sorted(self.id_token_claims))}>"
             )
+            + ("" if self.dpop_key is None else f", dpop_key={MASK!r}")
             + ")"
         )
 

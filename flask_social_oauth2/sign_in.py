@@ -15,6 +15,7 @@ from flask import Response, current_app, request
 
 from . import callback, flow, state_cookie
 from .callback import Callback
+from .dpop import DPoPKey
 from .errors import (
     AccessDeniedError,
     AuthenticationError,
@@ -26,6 +27,8 @@ from .redirects import resolve_redirect_uri, safe_next_path
 from .runtime import current_runtime
 from .settings import OAuth2Info, OAuth2Settings
 from .state_cookie import PendingFlow
+from .tokens.cipher import InvalidToken
+from .tokens.store import current_cipher
 
 logger = logging.getLogger("flask_social_oauth2")
 
@@ -46,12 +49,19 @@ class FlowProvider(Protocol):
 
     def authorization_endpoint(self) -> str | None: ...
 
-    def authorization_url(self, pending: PendingFlow) -> str: ...
+    def uses_dpop(self) -> bool: ...
+
+    def authorization_url(self, pending: PendingFlow, dpop_key: DPoPKey | None = None) -> str: ...
 
     def check_issuer(self, issuer: str | None) -> None: ...
 
     def exchange_code(
-        self, code: str, *, redirect_uri: str, verifier: str | None
+        self,
+        code: str,
+        *,
+        redirect_uri: str,
+        verifier: str | None,
+        dpop_key: DPoPKey | None = None,
     ) -> OAuth2Info: ...
 
     def verify_token(self, info: OAuth2Info, pending: PendingFlow | None) -> OAuth2Info: ...
@@ -93,6 +103,7 @@ def start(provider: FlowProvider) -> Response:
             status_code=400,
         )
     redirect_uri = resolve_redirect_uri(settings.redirect_url)
+    dpop_key = DPoPKey.generate() if provider.uses_dpop() else None
     pending = PendingFlow(
         state=flow.new_state(),
         provider=provider.name,
@@ -102,8 +113,9 @@ def start(provider: FlowProvider) -> Response:
         created=state_cookie.now(),
         nonce=flow.new_nonce() if provider.uses_nonce() else None,
         binding=flow_binding(provider, redirect_uri),
+        dpop_key=None if dpop_key is None else current_cipher().encrypt(dpop_key.export().encode()),
     )
-    url = provider.authorization_url(pending)
+    url = provider.authorization_url(pending, dpop_key)
     store = current_runtime().state_cookies
     flows = store.load()
     flows.append(pending)
@@ -168,7 +180,10 @@ def finish(provider: FlowProvider, received: Callback) -> OAuth2Info:
     if not received.code:
         raise InvalidCallbackError(name, "callback without code")
     info = provider.exchange_code(
-        received.code, redirect_uri=pending.redirect_uri, verifier=pending.verifier
+        received.code,
+        redirect_uri=pending.redirect_uri,
+        verifier=pending.verifier,
+        dpop_key=_flow_dpop_key(name, pending),
     )
     info = provider.verify_token(info, pending)
     callback.remember_finished(pending)
@@ -186,3 +201,16 @@ def finish_posted_code(provider: FlowProvider, code: str, verifier: str) -> OAut
     redirect_uri = resolve_redirect_uri(provider.settings.redirect_url)
     info = provider.exchange_code(code, redirect_uri=redirect_uri, verifier=verifier)
     return provider.verify_token(info, None)
+
+
+def _flow_dpop_key(provider: str, pending: PendingFlow) -> DPoPKey | None:
+    """The DPoP key the flow was started with, decrypted.
+
+    :raises StateError: when no key of the app opens it (the keys changed meanwhile).
+    """
+    if pending.dpop_key is None:
+        return None
+    try:
+        return DPoPKey.load(current_cipher().decrypt(pending.dpop_key).decode())
+    except (InvalidToken, ValueError, UnicodeError):
+        raise StateError(provider, "the sign-in's DPoP key cannot be read") from None

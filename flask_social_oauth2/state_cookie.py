@@ -50,10 +50,18 @@ class PendingFlow:
     #: What the flow is bound to: a digest of the settings that started it (see
     #: :func:`flask_social_oauth2.callback.flow_binding`).
     binding: str = ""
+    #: The flow's DPoP private key, encrypted with the app's token keys (never in clear in the
+    #: cookie, which is signed, not encrypted); ``None`` without DPoP.
+    dpop_key: str | None = None
 
     def __repr__(self) -> str:
-        # state, verifier and nonce are secrets of the flow: shown as present or absent only.
-        shown = {"state": "***", "verifier": self.verifier, "nonce": self.nonce}
+        # state, verifier, nonce and key are secrets of the flow: shown as present or absent.
+        shown = {
+            "state": "***",
+            "verifier": self.verifier,
+            "nonce": self.nonce,
+            "dpop_key": self.dpop_key,
+        }
         masked = {name: None if value is None else "***" for name, value in shown.items()}
         return (
             f"PendingFlow(provider={self.provider!r}, redirect_uri={self.redirect_uri!r}, "
@@ -75,23 +83,28 @@ class PendingFlow:
             self.created,
             self.nonce,
             self.binding,
+            *([] if self.dpop_key is None else [self.dpop_key]),
         ]
 
     @classmethod
     def from_list(cls, item: Any) -> PendingFlow | None:
         """Read an entry, or ``None`` if it is not of the expected shape."""
-        if not isinstance(item, list) or len(item) != 8:
+        if not isinstance(item, list) or len(item) not in (8, 9):
             return None
-        state, provider, redirect_uri, verifier, next_url, created, nonce, binding = item
+        state, provider, redirect_uri, verifier, next_url, created, nonce, binding = item[:8]
+        dpop_key = item[8] if len(item) == 9 else None
         if not all(isinstance(value, str) for value in (state, provider, redirect_uri, binding)):
             return None
         if not isinstance(created, int) or isinstance(created, bool):
             return None
         if not all(
-            value is None or isinstance(value, str) for value in (verifier, next_url, nonce)
+            value is None or isinstance(value, str)
+            for value in (verifier, next_url, nonce, dpop_key)
         ):
             return None
-        return cls(state, provider, redirect_uri, verifier, next_url, created, nonce, binding)
+        return cls(
+            state, provider, redirect_uri, verifier, next_url, created, nonce, binding, dpop_key
+        )
 
 
 class _StateSigner(TimestampSigner):

@@ -576,9 +576,9 @@ def test_s21_iss_must_equal_the_expected_issuer(make_app: MakeApp) -> None:
         server.auto_approve = ALICE
         good = make_app({"local": idp_block(server, customProperties={"issuer": server.issuer})})
         assert sign_in(good.test_client()).status_code == 302
-        wrong = make_app(
-            {"local": idp_block(server, customProperties={"issuer": "https://other.example"})}
-        )
+        # PAR off: "auto" would read the (unreachable) issuer's metadata at the start
+        custom = {"issuer": "https://other.example", "pushedAuthorization": "off"}
+        wrong = make_app({"local": idp_block(server, customProperties=custom)})
         client = wrong.test_client()
         callback = begin(client)
         assert query_of(callback)["iss"] == server.issuer

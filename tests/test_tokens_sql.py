@@ -17,6 +17,7 @@ import sqlalchemy as sa
 from cryptography.fernet import Fernet
 from flask import Flask
 from helpers import (
+    ALICE,
     MakeApp,
     RotatingRenewer,
     assert_not_logged,
@@ -382,3 +383,36 @@ def test_database_down_at_sign_in_is_a_503_page(
     assert "try again later" in answer.text
     failures = [r.getMessage() for r in captured_logs if "sign-in failed" in r.getMessage()]
     assert any("token store's database failed (OperationalError)" in text for text in failures)
+
+
+def test_an_api_call_on_a_warm_pool_costs_one_indexed_query(
+    make_app: MakeApp, idp: LocalIdentityProvider, database_url: str
+) -> None:
+    """The store's part of ``social.api(...).get()`` when the token is not due: one SELECT by
+    the table's primary key (provider, provider_key), nothing else."""
+    store = SQLAlchemyTokenStore(database_url, table_name=f"t_{uuid.uuid4().hex[:12]}")
+    block = idp_block(idp, customProperties={"apiBaseURL": idp.api_base_url})
+    app = make_app({"local": block}, SOCIAL_OAUTH2_TOKEN_STORE=store)
+    social = app.extensions["social_oauth2"].extension
+    assert sign_in(app.test_client()).status_code == 302
+    statements: list[str] = []
+
+    def seen(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
+        statements.append(statement)
+
+    with app.app_context():
+        assert social.api("local", key=ALICE.sub).get("me").status_code == 200  # pool warm
+        sa.event.listen(store.engine, "before_cursor_execute", seen)
+        try:
+            for _ in range(5):
+                assert social.api("local", key=ALICE.sub).get("me").status_code == 200
+        finally:
+            sa.event.remove(store.engine, "before_cursor_execute", seen)
+        with store.engine.connect() as connection:
+            indexes = sa.inspect(connection).get_pk_constraint(store.table.name)
+        store.table.drop(store.engine)
+        store.engine.dispose()
+    assert len(statements) == 5, statements
+    assert all(text.lstrip().upper().startswith("SELECT") for text in statements)
+    assert all("provider_key" in text.split("WHERE", 1)[1] for text in statements)
+    assert set(indexes["constrained_columns"]) == {"provider", "provider_key"}

@@ -11,6 +11,7 @@ from flask import Response, g, request
 
 from .. import discovery, flow, sign_in
 from ..callback import Callback
+from ..dpop import DPoPKey
 from ..errors import (
     AccessDeniedError,
     ConfigurationProblem,
@@ -147,7 +148,7 @@ class AppleProvider(BuiltinProvider):
 
     # -- requests ------------------------------------------------------------------------------
 
-    def authorization_url(self, pending: PendingFlow) -> str:
+    def authorization_url(self, pending: PendingFlow, dpop_key: DPoPKey | None = None) -> str:
         """Apple's authorization address: ``response_mode=form_post`` (unless
         ``authorizationParams`` names another), and the default scope ``name email`` when the
         block sets none."""

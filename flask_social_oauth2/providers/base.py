@@ -14,6 +14,7 @@ from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 from flask import has_request_context, request
 
+from ..dpop import DPoPKey
 from ..errors import (
     AuthenticationError,
     ConfigurationProblem,
@@ -165,8 +166,8 @@ class BuiltinProvider(OAuth2Provider):
         """The query parameters of the profile request."""
         return {param.name: param.value(self.settings) for param in self.facts.profile_params}
 
-    def authorization_url(self, pending: PendingFlow) -> str:
-        url = super().authorization_url(pending)
+    def authorization_url(self, pending: PendingFlow, dpop_key: DPoPKey | None = None) -> str:
+        url = super().authorization_url(pending, dpop_key)
         configured = self.settings.authorization_params
         added = [(k, v) for k, v in self.facts.authorization_params.items() if k not in configured]
         if Quirk.CLIENT_KEY in self.facts.quirks:
@@ -204,8 +205,17 @@ class BuiltinProvider(OAuth2Provider):
         own = (self.settings.access_token_url, *where.servers, *listed)
         return frozenset(origin_of(url) for url in own)
 
-    def exchange_code(self, code: str, *, redirect_uri: str, verifier: str | None) -> OAuth2Info:
-        info = super().exchange_code(code, redirect_uri=redirect_uri, verifier=verifier)
+    def exchange_code(
+        self,
+        code: str,
+        *,
+        redirect_uri: str,
+        verifier: str | None,
+        dpop_key: DPoPKey | None = None,
+    ) -> OAuth2Info:
+        info = super().exchange_code(
+            code, redirect_uri=redirect_uri, verifier=verifier, dpop_key=dpop_key
+        )
         where = self.facts.callback_token_server
         server = self.token_server("token request")
         if where is not None and server is not None:

@@ -7,6 +7,7 @@ kept; structured fields (a profile inside the answer) and any other token are no
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from typing import Any, Final
@@ -25,14 +26,7 @@ def with_expiry(info: OAuth2Info, now: float | None = None) -> OAuth2Info:
     if info.expires_at is not None or info.expires_in is None:
         return info
     now = time.time() if now is None else now
-    return OAuth2Info(
-        access_token=info.access_token,
-        token_type=info.token_type,
-        expires_in=info.expires_in,
-        refresh_token=info.refresh_token,
-        params=info.params,
-        expires_at=now + info.expires_in,
-    )
+    return dataclasses.replace(info, expires_at=now + info.expires_in)
 
 
 def scope_of(info: OAuth2Info) -> str | None:
@@ -53,6 +47,8 @@ def dump_record(info: OAuth2Info) -> bytes:
         "expires_at": info.expires_at,
         "params": kept_params(info),
     }
+    if info.dpop_key is not None:  # the key the tokens are bound to (DPoP): kept with them
+        record["dpop_key"] = info.dpop_key
     return json.dumps(record, separators=(",", ":")).encode()
 
 
@@ -72,6 +68,7 @@ def load_record(data: bytes) -> OAuth2Info:
     expires_in = _optional(record, "expires_in", int)
     expires_at = _optional(record, "expires_at", float)
     params = _optional(record, "params", dict) or {}
+    dpop_key = _optional(record, "dpop_key", str)
     if not all(isinstance(value, str) for value in params.values()):
         raise ValueError("token record field 'params' has the wrong type")
     return OAuth2Info(
@@ -81,6 +78,7 @@ def load_record(data: bytes) -> OAuth2Info:
         refresh_token=refresh_token,
         params=params,
         expires_at=expires_at,
+        dpop_key=dpop_key,
     )
 
 

@@ -365,7 +365,7 @@ def ci_commands() -> list[str]:
 def test_ci_runs_exactly_the_readme_install_line_and_test_command() -> None:
     readme = readme_block(
         "apt-get update && apt-get install -y --no-install-recommends"
-        " chromium nginx-light postgresql"
+        " chromium nginx-light postgresql build-essential"
     )
     assert ci_commands() == readme.source.splitlines()
     assert ci_commands()[-1] == "pip install tox && tox"

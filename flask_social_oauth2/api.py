@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Mapping
 from typing import Any
 
 import requests
@@ -136,30 +137,21 @@ class ProviderSession(OAuth2Session):  # type: ignore[misc]  # requests-oauthlib
         kwargs.setdefault("proxies", self._http.proxies_for(target))
         kwargs["stream"] = True  # the body is read below, under the size cap
         method_name = method.decode() if isinstance(method, bytes) else method
-        for attempt in (1, 2):
+
+        def send(nonce: str | None) -> requests.Response:
             all_headers = dict(headers or {})
             if token is not None:
                 all_headers.update(self._authorization(token))
             if token is not None and key is not None:
                 all_headers["Authorization"] = f"DPoP {token.access_token}"
                 all_headers["DPoP"] = dpop.proof(
-                    key,
-                    method_name,
-                    target,
-                    nonce=dpop.nonces.get(target),
-                    access_token=token.access_token,
+                    key, method_name, target, nonce=nonce, access_token=token.access_token
                 )
-            response = self._send_once(
-                method, target, data, files, all_headers, per_read, dict(kwargs)
-            )
-            if key is None:
-                break
-            dpop.nonces.remember(target, dpop.new_nonce(response.headers))
-            if attempt == 2 or not dpop.nonce_requested(
-                response.status_code, response.headers, response.content
-            ):
-                break
-        return response
+            return self._send_once(method, target, data, files, all_headers, per_read, dict(kwargs))
+
+        if key is None:
+            return send(None)
+        return dpop.send_with_nonce(target, send, _answer_parts)
 
     def _send_once(
         self,
@@ -258,3 +250,7 @@ class ProviderSession(OAuth2Session):  # type: ignore[misc]  # requests-oauthlib
 
 def _expired(info: OAuth2Info) -> bool:
     return info.expires_at is not None and info.expires_at <= time.time()
+
+
+def _answer_parts(response: requests.Response) -> tuple[int, Mapping[str, str], bytes]:
+    return response.status_code, response.headers, response.content

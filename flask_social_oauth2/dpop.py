@@ -31,8 +31,8 @@ import secrets
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Final, NoReturn
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, Final, NoReturn, TypeVar
 from urllib.parse import SplitResult, urlsplit
 
 if TYPE_CHECKING:
@@ -46,6 +46,7 @@ __all__ = [
     "nonce_requested",
     "nonces",
     "proof",
+    "send_with_nonce",
 ]
 
 #: The signing algorithm of every proof (the one the AT Protocol and FAPI 2.0 require).
@@ -334,6 +335,33 @@ def _header(headers: Mapping[str, str], name: str) -> str | None:
             (v for k, v in headers.items() if isinstance(k, str) and k.lower() == wanted), None
         )
     return value if isinstance(value, str) else None
+
+
+_Answer = TypeVar("_Answer")
+
+
+def send_with_nonce(
+    url: str,
+    send: Callable[[str | None], _Answer],
+    read: Callable[[_Answer], tuple[int, Mapping[str, str], bytes]],
+    store: NonceStore | None = None,
+) -> _Answer:
+    """Send a DPoP request with the server's last nonce, and once more when its answer asks for
+    a (new) one: ``send(nonce)`` makes a fresh proof (and anything else that must be fresh,
+    such as a client assertion) for each attempt; ``read(answer)`` gives the answer's status,
+    headers and body. Every answer's ``DPoP-Nonce`` is remembered for the server.
+
+    :return: The last answer.
+    """
+    store = nonces if store is None else store
+    answer = send(store.get(url))
+    status, headers, body = read(answer)
+    store.remember(url, new_nonce(headers))
+    if not nonce_requested(status, headers, body):
+        return answer
+    answer = send(store.get(url))
+    store.remember(url, new_nonce(read(answer)[1]))
+    return answer
 
 
 def new_nonce(headers: Mapping[str, str]) -> str | None:

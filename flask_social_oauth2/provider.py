@@ -347,12 +347,13 @@ class OAuth2Provider(SocialProvider):
         :param body: Makes the form body from the client's authentication fields.
         """
         url = self.token_endpoint(step, url or self.settings.access_token_url)
-        for attempt in (1, 2):
+
+        def send(nonce: str | None) -> ProviderResponse:
             credentials = self.client_credentials(url)
             headers = flow.token_headers({**self.token_request_headers(), **credentials.headers})
             if dpop_key is not None:
-                headers["DPoP"] = dpop.proof(dpop_key, "POST", url, nonce=dpop.nonces.get(url))
-            response = self.send(
+                headers["DPoP"] = dpop.proof(dpop_key, "POST", url, nonce=nonce)
+            return self.send(
                 "POST",
                 url,
                 step=step,
@@ -360,14 +361,10 @@ class OAuth2Provider(SocialProvider):
                 headers=headers,
                 data=self.finish_token_body(step, body(credentials.fields)),
             )
-            if dpop_key is None:
-                return response
-            dpop.nonces.remember(url, dpop.new_nonce(response.headers))
-            if attempt == 2 or not dpop.nonce_requested(
-                response.status, response.headers, response.body
-            ):
-                return response
-        raise AssertionError("unreachable")
+
+        if dpop_key is None:
+            return send(None)
+        return dpop.send_with_nonce(url, send, _answer_parts)
 
     def token_endpoint(self, step: str, url: str) -> str:
         """Where the ``step`` request goes (``"token request"``, ``"refresh request"``,
@@ -586,22 +583,19 @@ class OAuth2Provider(SocialProvider):
             is not JSON.
         """
         key = None if info is None or info.dpop_key is None else dpop.DPoPKey.load(info.dpop_key)
-        for attempt in (1, 2):
+
+        def send(nonce: str | None) -> ProviderResponse:
             all_headers = {"Accept": "application/json"}
             if info is not None and key is not None:
                 all_headers["Authorization"] = f"DPoP {info.access_token}"
                 all_headers["DPoP"] = dpop.proof(
-                    key,
-                    method,
-                    url,
-                    nonce=dpop.nonces.get(url),
-                    access_token=info.access_token,
+                    key, method, url, nonce=nonce, access_token=info.access_token
                 )
             elif info is not None:
                 all_headers["Authorization"] = f"Bearer {info.access_token}"
             if headers:
                 all_headers.update(headers)
-            response = self.send(
+            return self.send(
                 method,
                 url,
                 step=step,
@@ -610,13 +604,8 @@ class OAuth2Provider(SocialProvider):
                 params=params,
                 data=data,
             )
-            if key is None:
-                break
-            dpop.nonces.remember(url, dpop.new_nonce(response.headers))
-            if attempt == 2 or not dpop.nonce_requested(
-                response.status, response.headers, response.body
-            ):
-                break
+
+        response = send(None) if key is None else dpop.send_with_nonce(url, send, _answer_parts)
         if not 200 <= response.status < 300:
             raise ProfileRetrievalError(self.name, f"{step} failed: HTTP {response.status}")
         try:
@@ -637,3 +626,7 @@ class OAuth2Provider(SocialProvider):
         if profile is None:
             raise ProfileRetrievalError(self.name, "profile answer has no user id")
         return profile
+
+
+def _answer_parts(response: ProviderResponse) -> tuple[int, Mapping[str, str], bytes]:
+    return response.status, response.headers, response.body

@@ -608,3 +608,25 @@ def test_a_par_and_dpop_sign_in_at_oidc_provider(oidc_provider_factory: Factory)
         "GET", metadata["userinfo_endpoint"], access_token=tokens["access_token"]
     )
     assert stolen.status_code == 401
+
+
+def test_send_with_nonce_retries_once_with_the_nonce_the_server_asked_for() -> None:
+    store = dpop.NonceStore()
+    sent: list[str | None] = []
+    answers = [
+        (400, {"DPoP-Nonce": "n-1"}, b'{"error": "use_dpop_nonce"}'),
+        (400, {"DPoP-Nonce": "n-2"}, b'{"error": "use_dpop_nonce"}'),
+    ]
+
+    def send(nonce: str | None) -> tuple[int, dict[str, str], bytes]:
+        sent.append(nonce)
+        return answers[len(sent) - 1]
+
+    last = dpop.send_with_nonce("https://as.example/token?x=1", send, lambda a: a, store)
+    assert sent == [None, "n-1"]  # one retry only, even when asked again
+    assert last == answers[1]
+    assert store.get("https://as.example/par") == "n-2"  # per server, the newest
+    sent.clear()
+    answers[:] = [(200, {}, b"{}")]
+    dpop.send_with_nonce("https://as.example/token", send, lambda a: a, store)
+    assert sent == ["n-2"]

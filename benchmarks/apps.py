@@ -25,7 +25,8 @@ bare and Authlib apps keep the access token in Flask's session at sign-in, as an
 the API later must (the project and Flask-Dance keep it in any case):
 
 - ``project``: ``social.api("bench").get("me")``, relative to ``customProperties.apiBaseURL``,
-  the token in the default (session) store, or in a SQL store (``token_store``);
+  the token in the default (session) store, or in a SQL store (``token_store``), or bound to
+  the sign-in's key with DPoP (``dpop``: a fresh proof on every call);
 - ``bare``: the pooled ``requests.Session`` and a bearer header from Flask's session;
 - ``authlib``: ``oauth.bench.get("api/me", token=...)``, the token from Flask's session;
 - ``flask-dance``: ``blueprint.session.get("api/me")``, the token in its default session storage.
@@ -88,8 +89,10 @@ def project_app(
     *,
     client_id: str = "project",
     token_store: str = "session",  # noqa: S107 - SOCIAL_OAUTH2_TOKEN_STORE, not a secret
+    dpop: bool = False,
 ) -> Flask:
-    """flask-social-oauth2; ``token_store`` is ``SOCIAL_OAUTH2_TOKEN_STORE``."""
+    """flask-social-oauth2; ``token_store`` is ``SOCIAL_OAUTH2_TOKEN_STORE``; ``dpop`` sets
+    ``customProperties.dpop`` (the sign-in's tokens bound to a key, RFC 9449)."""
     app = base_app("project" if client_id == "project" else client_id)
     app.config["SOCIAL_OAUTH2_TOKEN_STORE"] = token_store
     app.config["SOCIAL_OAUTH2_PROVIDERS"] = {
@@ -101,7 +104,8 @@ def project_app(
             "clientID": client_id,
             "clientSecret": CLIENT_SECRET,
             "scope": SCOPE,
-            "customProperties": {"apiBaseURL": f"{provider_url}/api"},
+            "customProperties": {"apiBaseURL": f"{provider_url}/api"}
+            | ({"dpop": "true"} if dpop else {}),
         }
     }
     social = SocialOAuth2(app)

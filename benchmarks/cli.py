@@ -29,6 +29,8 @@ from .stats import Check, Rounds, calibrate, median, run_rounds, tolerance
 
 RESULTS_JSON: Final = Path(__file__).parent / "results" / "latest.json"
 PEER_ENV: Final = ("AUTHLIB_INSECURE_TRANSPORT", "OAUTHLIB_INSECURE_TRANSPORT")
+#: A DPoP-bound API call costs at most 1.5x a bearer one: a rate ratio of at least 1 / 1.5.
+DPOP_TARGET: Final = 0.667
 
 
 @dataclass(frozen=True)
@@ -187,12 +189,20 @@ def run(plan: Plan, sections: Sequence[str], command: str) -> tuple[dict[str, An
             results["api"]["api_requests"] = measured.api_requests
             results["api"]["calls"] = measured.calls
             title = "api call, in process, real HTTP to the API server"
-            table += [*report.rate_table(title, rounds, show_cpu=True), ""]
+            table += [*report.rate_table(title, rounds, show_cpu=True)]
+            dpop_cpu = rounds.cpu_ratio("project-dpop", "project")
+            table += [f"  (by this process's CPU time: project-dpop /project {dpop_cpu:.2f}x)", ""]
             table += api_calls.requests_lines(measured)
             checks += [
                 rounds.check("api call: project / bare pooled view", "project", "bare", 0.9),
                 faster_peer_check(
                     rounds, "api call: project / faster of Authlib, Flask-Dance", 1.3
+                ),
+                rounds.check(
+                    "api call: project-dpop / project (DPoP costs at most 1.5x)",
+                    "project-dpop",
+                    "project",
+                    DPOP_TARGET,
                 ),
             ]
 

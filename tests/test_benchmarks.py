@@ -13,10 +13,12 @@ from pathlib import Path
 
 import pytest
 
+from flask_social_oauth2 import dpop
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchmarks import api_calls, config_load, inprocess, report  # noqa: E402
+from benchmarks import api_calls, config_load, inprocess, provider_server, report  # noqa: E402
 from benchmarks.apps import API_PATH, START_PATHS, make_app  # noqa: E402
 from benchmarks.stats import Check, run_rounds  # noqa: E402
 
@@ -52,6 +54,8 @@ def test_one_whole_flow_round_of_the_project_against_the_loopback_server() -> No
         "pkce_token_requests": 7,
         "profile_requests": 7,
         "api_requests": 0,
+        "dpop_requests": 0,
+        "dpop_signatures_verified": 0,
     }
     assert cost.cookies_set >= 1
     assert cost.set_cookie_bytes > cost.cookie_bytes_sent > 0
@@ -76,13 +80,43 @@ def test_one_round_of_api_calls_of_every_contender(
     # the server saw exactly the calls each contender's view made, with its own token
     assert set(measured.api_requests) == set(api_calls.CLIENT_IDS.values())
     assert measured.api_requests["bare"] == measured.calls["bare"] + measured.calls["bare-aa"]
-    for name in ("project", "project-sql", "authlib", "flask-dance"):
+    for name in ("project", "project-sql", "project-dpop", "authlib", "flask-dance"):
         assert measured.api_requests[name] == measured.calls[name] > 2
         # one sign-in each, plus the project's own check call before the section
         assert stats[name]["token_requests"] == 1
         assert stats[name]["api_requests"] == measured.calls[name] + name.startswith("project")
+    # every DPoP call carried a proof that passed: the sign-in's token and profile requests,
+    # the check call, the section's calls; the first proofs' signatures were all verified
+    assert measured.dpop_requests == {"project-dpop": measured.calls["project-dpop"]}
+    assert stats["project-dpop"]["dpop_requests"] == measured.calls["project-dpop"] + 3
+    proofs = stats["project-dpop"]["dpop_requests"]
+    verified = stats["project-dpop"]["dpop_signatures_verified"]
+    assert min(proofs, provider_server.VERIFY_FIRST) <= verified <= proofs
+    assert all(stats[name]["dpop_requests"] == 0 for name in ("project", "bare", "authlib"))
     lines = api_calls.requests_lines(measured)
-    assert any(line.split()[0] == "project-sql" for line in lines[1:-2])
+    assert any(line.split()[0] == "project-sql" for line in lines[1:-3])
+    assert any("DPoP proofs checked" in line for line in lines)
+
+
+def test_the_provider_server_checks_dpop_proofs() -> None:
+    key = dpop.DPoPKey.generate()
+    stats = provider_server.Stats()
+    url = "http://127.0.0.1:5000/api/me"
+
+    def check(proof: str, method: str = "GET", token: str | None = "at.c.1") -> str | None:
+        return provider_server.check_proof(stats, "c", proof, method, url, token)
+
+    good = dpop.proof(key, "GET", url, access_token="at.c.1")
+    assert check(good) == key.thumbprint
+    assert check(good) is None  # a replayed jti
+    assert check(dpop.proof(key, "GET", url, access_token="at.c.2")) is None  # ath
+    assert check(dpop.proof(key, "POST", url, access_token="at.c.1")) is None  # htm
+    assert check(dpop.proof(key, "GET", url + "x", access_token="at.c.1")) is None  # htu
+    assert check(dpop.proof(key, "GET", url), token=None) == key.thumbprint  # no ath wanted
+    signed = dpop.proof(key, "GET", url, access_token="at.c.1").rsplit(".", 1)[0]
+    other = dpop.proof(key, "GET", url, access_token="at.c.1").rsplit(".", 1)[1]
+    assert check(f"{signed}.{other}") is None  # claims that pass, a signature of others
+    assert stats.dpop["c"] == stats.verified["c"] == 2
 
 
 def test_an_api_view_that_answers_wrongly_invalidates_the_run() -> None:

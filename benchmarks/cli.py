@@ -23,7 +23,7 @@ from typing import Any, Final
 
 from flask import Flask
 
-from . import api_calls, config_load, gunicorn_load, inprocess, report
+from . import api_calls, config_load, gunicorn_load, import_time, inprocess, report
 from .apps import CONTENDERS, START_PATHS, allow_peers_insecure_transport, make_app
 from .stats import Check, Rounds, calibrate, median, run_rounds, tolerance
 
@@ -47,6 +47,8 @@ class Plan:
     memory_flows: int
     config_sizes: tuple[int, ...]
     config_rounds: int
+    import_rounds: int
+    import_runs: int
 
 
 FULL: Final = Plan(
@@ -60,6 +62,8 @@ FULL: Final = Plan(
     memory_flows=100_000,
     config_sizes=(10, 100, 1_000, 10_000),
     config_rounds=7,
+    import_rounds=15,
+    import_runs=5,
 )
 SHORT: Final = Plan(
     rounds=7,
@@ -72,8 +76,10 @@ SHORT: Final = Plan(
     memory_flows=20_000,
     config_sizes=(10, 100, 1_000, 10_000),
     config_rounds=5,
+    import_rounds=7,
+    import_runs=3,
 )
-SECTIONS: Final = ("redirect", "flow", "api", "gunicorn", "cost", "config")
+SECTIONS: Final = ("redirect", "flow", "api", "gunicorn", "cost", "config", "import")
 
 
 def log(message: str) -> None:
@@ -258,6 +264,19 @@ def run(plan: Plan, sections: Sequence[str], command: str) -> tuple[dict[str, An
         results["config"] = {str(size): value for size, value in config.items()}
         table += [*report.config_table(config), ""]
         checks += config_load.checks(config)
+
+    if "import" in sections:
+        log(f"import, fresh interpreters, {plan.import_rounds} rounds of {plan.import_runs}")
+        imported = import_time.measure(
+            plan.import_rounds,
+            plan.import_runs,
+            on_round=lambda i, r: log(
+                f"  import round {i + 1}: " + ", ".join(f"{n} {ms:.0f} ms" for n, ms in r.items())
+            ),
+        )
+        results["import"] = imported
+        table += [*import_time.table(imported), ""]
+        checks.append(import_time.check(imported))
 
     table += report.checks_table(checks)
     ok = all(check.status != "MISSED" for check in checks)

@@ -1,5 +1,5 @@
-"""The benchmark code still runs: a tiny configuration load, one whole-flow round and one round
-of API calls of every contender.
+"""The benchmark code still runs: a tiny configuration load, one whole-flow round, one round
+of API calls of every contender and one round of the import section.
 
 Timings are not asserted (machines are shared); the structure of the results and the success of
 every flow are.
@@ -18,7 +18,14 @@ from flask_social_oauth2 import dpop
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchmarks import api_calls, config_load, inprocess, provider_server, report  # noqa: E402
+from benchmarks import (  # noqa: E402
+    api_calls,
+    config_load,
+    import_time,
+    inprocess,
+    provider_server,
+    report,
+)
 from benchmarks.apps import API_PATH, START_PATHS, make_app  # noqa: E402
 from benchmarks.stats import Check, run_rounds  # noqa: E402
 
@@ -147,3 +154,17 @@ def test_checks_judge_within_the_tolerance() -> None:
     assert Check("x", target=1.0, measured=0.90, tolerance=0.05).status == "MISSED"
     assert Check("x", 2.0, 2.05, 0.05, kind="at most").status == "within noise"
     assert Check("x", 2.0, 2.5, 0.05, kind="at most").status == "MISSED"
+
+
+def test_one_round_of_the_import_section() -> None:
+    result = import_time.measure(rounds=1, runs=1)
+    assert list(result["wall_ms"]) == list(import_time.PROGRAMS)
+    assert result["over_flask_ms"]["flask"] == 0
+    assert all(value > 0 for value in result["wall_ms"].values())
+    assert all(value > 0 for value in result["cpu_ms"].values())
+    check = import_time.check(result)
+    assert check.kind == "at most"
+    assert check.target == import_time.TARGET_MS
+    assert import_time.table(result)[4].split()[0] == "project"
+    with pytest.raises(inprocess.BenchmarkError, match="import child failed"):
+        import_time.measure(rounds=1, runs=1, programs={"flask": "import no_such_module_here"})

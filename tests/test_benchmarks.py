@@ -1,5 +1,6 @@
-"""The benchmark code still runs: a tiny configuration load, one whole-flow round, one round
-of API calls of every contender and one round of the import section.
+"""The benchmark code still runs: a tiny configuration load, one whole-flow round (of the
+project and of the urllib3 floor), one round of API calls of every contender and one round of
+the import section.
 
 Timings are not asserted (machines are shared); the structure of the results and the success of
 every flow are.
@@ -26,7 +27,7 @@ from benchmarks import (  # noqa: E402
     provider_server,
     report,
 )
-from benchmarks.apps import API_PATH, START_PATHS, make_app  # noqa: E402
+from benchmarks.apps import API_PATH, BARE_URLLIB3, START_PATHS, make_app  # noqa: E402
 from benchmarks.stats import Check, run_rounds  # noqa: E402
 
 
@@ -66,6 +67,16 @@ def test_one_whole_flow_round_of_the_project_against_the_loopback_server() -> No
     }
     assert cost.cookies_set >= 1
     assert cost.set_cookie_bytes > cost.cookie_bytes_sent > 0
+
+
+def test_the_bare_urllib3_floor_does_the_whole_flow() -> None:
+    with inprocess.provider_server() as server:
+        app = make_app(BARE_URLLIB3, server.url)
+        runner = inprocess.flow_runner(app, START_PATHS[BARE_URLLIB3])
+        rounds = run_rounds({BARE_URLLIB3: runner}, rounds=1, batch={BARE_URLLIB3: 3}, unit="x")
+        stats = server.stats()
+    assert rounds.median_rate(BARE_URLLIB3) > 0
+    assert stats[BARE_URLLIB3]["token_requests"] == stats[BARE_URLLIB3]["profile_requests"] == 3
 
 
 def test_one_round_of_api_calls_of_every_contender(

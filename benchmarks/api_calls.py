@@ -11,6 +11,11 @@ rounds they must equal the calls the runners made, or the run is invalid.
 - ``project``: ``social.api("bench").get("me")``, the token in the default (session) store;
 - ``project-sql``: the same with ``SOCIAL_OAUTH2_TOKEN_STORE`` a SQLite file (reported, not
   judged);
+- ``project-dpop``: the same (session store) for an identity whose tokens are DPoP-bound
+  (``customProperties.dpop``): its sign-in is a real DPoP sign-in (a proof on the token and
+  profile requests, a ``token_type`` DPoP answer), and every call carries
+  ``Authorization: DPoP`` and a fresh proof, which the server checks (see
+  :mod:`benchmarks.provider_server`). Judged against ``project``: the cost of the proof;
 - ``bare`` and ``bare-aa``: a pooled ``requests.Session`` and a bearer header from Flask's
   session;
 - ``authlib``: ``oauth.bench.get("api/me", token=...)``, the token from Flask's session;
@@ -40,9 +45,12 @@ CLIENT_IDS: Final = {
     "authlib": "authlib",
     "flask-dance": "flask-dance",
     "project-sql": "project-sql",
+    "project-dpop": "project-dpop",
 }
-#: Reported beside the others, not judged.
-UNJUDGED: Final = ("project-sql",)
+#: Reported beside the others, not judged against the bare view and the peers.
+UNJUDGED: Final = ("project-sql", "project-dpop")
+#: The project's own contenders, signed in before the peers' insecure-transport switches.
+PROJECT_CONTENDERS: Final = ("project", "project-sql", "project-dpop")
 
 _codes = itertools.count()
 
@@ -62,15 +70,15 @@ class Contender:
 
 
 def _signed_in(name: str, app: Flask) -> Contender:
-    start = START_PATHS["project" if name == "project-sql" else name.removesuffix("-aa")]
+    start = START_PATHS["project" if name in PROJECT_CONTENDERS else name.removesuffix("-aa")]
     browser = signed_in_browser(app, start, f"api-code-{next(_codes)}")
     return Contender(name, app, browser)
 
 
 def project_contenders(provider_url: str, directory: Path) -> list[Contender]:
-    """The project with the session store and with a SQL store (a SQLite file in
-    ``directory``), each signed in and checked with one call. They need neither peer's
-    insecure-transport switch: call this before they are set.
+    """The project with the session store, with a SQL store (a SQLite file in ``directory``)
+    and with DPoP-bound tokens, each signed in and checked with one call. They need neither
+    peer's insecure-transport switch: call this before they are set.
 
     :raises BenchmarkError: when the sign-in or the call does not answer as it should.
     """
@@ -81,6 +89,7 @@ def project_contenders(provider_url: str, directory: Path) -> list[Contender]:
             "project-sql",
             project_app(provider_url, client_id="project-sql", token_store=database),
         ),
+        _signed_in("project-dpop", project_app(provider_url, client_id="project-dpop", dpop=True)),
     ]
     for contender in contenders:
         api_runner(contender.browser, contender.name, API_PATH, contender.client_id, {})(1)
@@ -105,6 +114,10 @@ class Measured:
     calls: dict[str, int] = field(default_factory=dict)
     #: API requests the server saw per client_id during the section.
     api_requests: dict[str, int] = field(default_factory=dict)
+    #: Of those, requests with a DPoP proof that passed the server's checks, and proofs whose
+    #: signature the server verified (a sample), per client_id.
+    dpop_requests: dict[str, int] = field(default_factory=dict)
+    dpop_verified: dict[str, int] = field(default_factory=dict)
 
 
 def measure(
@@ -119,7 +132,8 @@ def measure(
     """Every contender's API calls, interleaved round by round; batches calibrated on ``bare``.
 
     :raises BenchmarkError: when a call answers wrongly, or the server's count of API requests
-        of a client_id is not the number of calls its contenders made.
+        of a client_id is not the number of calls its contenders made (for ``project-dpop``:
+        of requests whose DPoP proof passed its checks).
     """
     by_name = {c.name: c for c in contenders}
     ordered = [by_name[name] for name in CLIENT_IDS if name in by_name]
@@ -131,10 +145,15 @@ def measure(
     n = calibrate(runners["bare"], batch_s) if "bare" in runners else warm_up
     result = run_rounds(runners, rounds, dict.fromkeys(runners, n), "calls/s", on_round=on_round)
     after = server.stats()
-    seen = {
-        client: counts.get("api_requests", 0) - before.get(client, {}).get("api_requests", 0)
-        for client, counts in after.items()
-    }
+
+    def seen_of(key: str) -> dict[str, int]:
+        return {
+            client: counts.get(key, 0) - before.get(client, {}).get(key, 0)
+            for client, counts in after.items()
+        }
+
+    seen = seen_of("api_requests")
+    dpop_seen = seen_of("dpop_requests")
     expected: dict[str, int] = {}
     for contender in ordered:
         expected[contender.client_id] = expected.get(contender.client_id, 0) + calls[contender.name]
@@ -143,7 +162,21 @@ def measure(
             raise BenchmarkError(
                 f"{client}: the API server saw {seen.get(client, 0)} API requests, not {count}"
             )
-    return Measured(result, calls, {client: seen[client] for client in sorted(expected)})
+        if client == CLIENT_IDS["project-dpop"] and dpop_seen.get(client, 0) != count:
+            raise BenchmarkError(
+                f"{client}: {dpop_seen.get(client, 0)} of {count} API requests had a valid proof"
+            )
+    return Measured(
+        result,
+        calls,
+        {client: seen[client] for client in sorted(expected)},
+        {client: dpop_seen[client] for client in sorted(expected) if dpop_seen.get(client)},
+        {
+            client: count
+            for client, count in seen_of("dpop_signatures_verified").items()
+            if count and client in expected
+        },
+    )
 
 
 def requests_lines(measured: Measured) -> list[str]:
@@ -151,6 +184,13 @@ def requests_lines(measured: Measured) -> list[str]:
     lines = ["  API requests the server saw during the section (= the calls the views made):"]
     for client, count in measured.api_requests.items():
         made = sum(n for name, n in measured.calls.items() if CLIENT_IDS[name] == client)
-        lines.append(f"    {client:<12} {count:>7} API requests, {made:>7} calls")
+        line = f"    {client:<12} {count:>7} API requests, {made:>7} calls"
+        if client in measured.dpop_requests:
+            line += (
+                f"; {measured.dpop_requests[client]} DPoP proofs checked, "
+                f"{measured.dpop_verified.get(client, 0)} signatures verified"
+            )
+        lines.append(line)
     lines.append("  (project-sql: the project with the SQL token store on SQLite; not judged)")
+    lines.append("  (project-dpop: the project with DPoP-bound tokens; judged against project)")
     return [*lines, ""]

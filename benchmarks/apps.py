@@ -8,6 +8,9 @@ ends a successful sign-in the same way: the profile kept in the session, a redir
 - ``bare``: a hand-written view with a pooled :class:`requests.Session`: a random state kept in
   Flask's session, checked (constant time) and removed on the callback, the code POSTed, the
   profile fetched. No PKCE: the bare minimum the issue describes.
+- ``bare-urllib3``: the same views, the callback's token POST and profile GET made with one
+  module-level :class:`urllib3.PoolManager` (:data:`POOL`) instead: the floor on this stack
+  (issue 13), in the whole-flow section only (its redirect step is ``bare``'s).
 - ``authlib``: ``authlib.integrations.flask_client.OAuth`` with PKCE (``code_challenge_method``
   S256); ``authorize_redirect`` and ``authorize_access_token`` then ``.get("userinfo")``.
 - ``flask-dance``: an ``OAuth2ConsumerBlueprint`` with ``use_pkce=True``; the profile is fetched
@@ -25,7 +28,8 @@ bare and Authlib apps keep the access token in Flask's session at sign-in, as an
 the API later must (the project and Flask-Dance keep it in any case):
 
 - ``project``: ``social.api("bench").get("me")``, relative to ``customProperties.apiBaseURL``,
-  the token in the default (session) store, or in a SQL store (``token_store``);
+  the token in the default (session) store, or in a SQL store (``token_store``), or bound to
+  the sign-in's key with DPoP (``dpop``: a fresh proof on every call);
 - ``bare``: the pooled ``requests.Session`` and a bearer header from Flask's session;
 - ``authlib``: ``oauth.bench.get("api/me", token=...)``, the token from Flask's session;
 - ``flask-dance``: ``blueprint.session.get("api/me")``, the token in its default session storage.
@@ -37,18 +41,24 @@ and the provider address from ``BENCH_CONTENDER`` and ``BENCH_PROVIDER_URL``.
 from __future__ import annotations
 
 import hmac
+import json
 import os
 import secrets
 from typing import Any, Final
 from urllib.parse import urlencode
 
 import requests
+import urllib3
 from flask import Flask, abort, redirect, request, session
 from flask.typing import ResponseReturnValue
 
 from flask_social_oauth2 import SocialOAuth2
 
 CONTENDERS: Final = ("project", "bare", "authlib", "flask-dance")
+#: The whole-flow section's floor (issue 13); not in the other sections.
+BARE_URLLIB3: Final = "bare-urllib3"
+#: The pool of ``bare-urllib3``'s callbacks, one per process.
+POOL: Final = urllib3.PoolManager()
 #: The view of the "api call" section, in every app.
 API_PATH: Final = "/api-call"
 SCOPE: Final = "profile email"
@@ -57,6 +67,7 @@ CLIENT_SECRET: Final = "bench-client-secret"
 START_PATHS: Final = {
     "project": "/authenticate/bench",
     "bare": "/authenticate/bench",
+    "bare-urllib3": "/authenticate/bench",
     "authlib": "/login",
     "flask-dance": "/login/bench",
 }
@@ -88,8 +99,10 @@ def project_app(
     *,
     client_id: str = "project",
     token_store: str = "session",  # noqa: S107 - SOCIAL_OAUTH2_TOKEN_STORE, not a secret
+    dpop: bool = False,
 ) -> Flask:
-    """flask-social-oauth2; ``token_store`` is ``SOCIAL_OAUTH2_TOKEN_STORE``."""
+    """flask-social-oauth2; ``token_store`` is ``SOCIAL_OAUTH2_TOKEN_STORE``; ``dpop`` sets
+    ``customProperties.dpop`` (the sign-in's tokens bound to a key, RFC 9449)."""
     app = base_app("project" if client_id == "project" else client_id)
     app.config["SOCIAL_OAUTH2_TOKEN_STORE"] = token_store
     app.config["SOCIAL_OAUTH2_PROVIDERS"] = {
@@ -101,7 +114,8 @@ def project_app(
             "clientID": client_id,
             "clientSecret": CLIENT_SECRET,
             "scope": SCOPE,
-            "customProperties": {"apiBaseURL": f"{provider_url}/api"},
+            "customProperties": {"apiBaseURL": f"{provider_url}/api"}
+            | ({"dpop": "true"} if dpop else {}),
         }
     }
     social = SocialOAuth2(app)
@@ -178,6 +192,68 @@ def bare_app(provider_url: str, *, api: bool = False) -> Flask:
         answer = http.get(api_url, headers={"Authorization": f"Bearer {access_token}"}, timeout=10)
         answer.raise_for_status()
         return str(answer.json()["client"])
+
+    return app
+
+
+def bare_urllib3_app(provider_url: str) -> Flask:
+    """The bare views, the callback's provider calls made with the module-level urllib3 pool
+    (:data:`POOL`): the floor of the whole flow on this stack."""
+    app = base_app("bare-urllib3")
+    authorize_url = f"{provider_url}/authorize"
+    token_url = f"{provider_url}/token"
+    userinfo_url = f"{provider_url}/userinfo"
+
+    @app.get("/authenticate/bench")
+    def authenticate() -> ResponseReturnValue:
+        args = request.args
+        redirect_uri = f"{request.scheme}://{request.host}/authenticate/bench"
+        if "code" not in args:
+            state = secrets.token_urlsafe(24)
+            session["oauth_state"] = state
+            query = urlencode(
+                {
+                    "response_type": "code",
+                    "client_id": BARE_URLLIB3,
+                    "redirect_uri": redirect_uri,
+                    "scope": SCOPE,
+                    "state": state,
+                }
+            )
+            return redirect(f"{authorize_url}?{query}")
+        expected = session.pop("oauth_state", None)
+        if not isinstance(expected, str) or not hmac.compare_digest(
+            expected.encode(), args.get("state", "").encode()
+        ):
+            abort(403)
+        token = POOL.request(
+            "POST",
+            token_url,
+            body=urlencode(
+                {
+                    "grant_type": "authorization_code",
+                    "code": args["code"],
+                    "redirect_uri": redirect_uri,
+                    "client_id": BARE_URLLIB3,
+                    "client_secret": CLIENT_SECRET,
+                }
+            ),
+            headers={
+                "Content-Type": "application/x-www-form-urlencoded",
+                "Accept": "application/json",
+            },
+            timeout=10,
+        )
+        if token.status != 200:
+            abort(502)
+        access_token = json.loads(token.data)["access_token"]
+        profile = POOL.request(
+            "GET", userinfo_url, headers={"Authorization": f"Bearer {access_token}"}, timeout=10
+        )
+        if profile.status != 200:
+            abort(502)
+        session["profile"] = json.loads(profile.data)
+        return redirect("/")
 
     return app
 
@@ -266,10 +342,12 @@ def flask_dance_app(provider_url: str) -> Flask:
 
 
 def make_app(contender: str, provider_url: str, *, api: bool = False) -> Flask:
-    """The app of ``contender`` (one of :data:`CONTENDERS`); ``api``: bare and Authlib keep
-    the access token in Flask's session for the API view."""
+    """The app of ``contender`` (one of :data:`CONTENDERS`, or :data:`BARE_URLLIB3`); ``api``:
+    bare and Authlib keep the access token in Flask's session for the API view."""
     if contender == "bare":
         return bare_app(provider_url, api=api)
+    if contender == BARE_URLLIB3:
+        return bare_urllib3_app(provider_url)
     if contender == "authlib":
         return authlib_app(provider_url, api=api)
     if contender == "flask-dance":

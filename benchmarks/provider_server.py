@@ -6,12 +6,26 @@ with the measured process for the GIL, and answers every contender the same way:
 - ``POST /token``: a form with ``grant_type=authorization_code`` and a ``code`` is answered with
   a JSON bearer token; the token names the ``client_id`` so that the profile request can be
   counted per contender. Anything else is a 400 ``invalid_request``.
-- ``GET /userinfo`` with ``Authorization: Bearer <token>``: a JSON OpenID Connect profile.
-- ``GET /api/me`` with ``Authorization: Bearer <token>``: a small protected API answer, JSON
+- ``GET /userinfo`` with ``Authorization: Bearer <token>`` (or a DPoP-bound token, below): a
+  JSON OpenID Connect profile.
+- ``GET /api/me`` with ``Authorization: Bearer <token>`` (or a DPoP-bound token): a small
+  protected API answer, JSON
   ``{"sub": ..., "client": <client_id of the token>}``, so that the caller can check that its
   own token was sent.
 - ``GET /stats``: per ``client_id``: token requests, token requests that carried a PKCE
-  ``code_verifier``, profile requests and API requests.
+  ``code_verifier``, profile requests and API requests; DPoP requests (token, profile and API
+  requests whose proof passed) and proofs whose signature was verified.
+
+DPoP (RFC 9449): a token request with a ``DPoP`` proof is answered with a ``token_type`` DPoP
+token bound to the proof's key (its RFC 7638 thumbprint). ``/userinfo`` and ``/api/me`` then
+accept that token only as ``Authorization: DPoP <token>`` with a proof of its key: ``typ``,
+``alg`` ES256, ``htm``, ``htu`` (this server's address of the request, without query), ``iat``
+within five minutes, a ``jti`` never seen before and ``ath`` (the token's hash) are checked on
+every proof, and the key's thumbprint against the token's; the signature is verified with the
+proof's embedded key on the first :data:`VERIFY_FIRST` proofs of each client and on every
+:data:`VERIFY_EVERY`-th after (one ES256 verification costs more than the call it guards, and
+this process must not become the bottleneck of the measured one). A bound token presented as
+a bearer token, or a proof that fails a check, is a 401.
 
 Connections are kept alive unless the client asks to close. The first line on stdout is
 ``PORT <n>``; the server stops when stdin is closed or on SIGTERM.
@@ -21,10 +35,12 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import hashlib
 import json
 import os
 import signal
 import sys
+import time
 from collections import defaultdict
 from typing import Final
 from urllib.parse import parse_qsl, unquote_plus
@@ -42,6 +58,12 @@ PROFILE: Final = json.dumps(
 ).encode()
 _MAX_HEAD: Final = 16 * 1024
 _MAX_BODY: Final = 64 * 1024
+#: DPoP proofs of each client whose signature is verified before sampling starts.
+VERIFY_FIRST: Final = 32
+#: After those, one proof in this many has its signature verified.
+VERIFY_EVERY: Final = 8
+#: How far a proof's ``iat`` may be from this server's clock, in seconds.
+_PROOF_WINDOW: Final = 300
 
 
 class Stats:
@@ -52,10 +74,15 @@ class Stats:
         self.pkce: defaultdict[str, int] = defaultdict(int)
         self.profiles: defaultdict[str, int] = defaultdict(int)
         self.api: defaultdict[str, int] = defaultdict(int)
+        self.dpop: defaultdict[str, int] = defaultdict(int)
+        self.verified: defaultdict[str, int] = defaultdict(int)
         self.issued = 0
+        #: DPoP-bound access tokens: token -> the JWK thumbprint of its key.
+        self.bound: dict[str, str] = {}
+        self.jtis: set[str] = set()
 
     def as_json(self) -> bytes:
-        clients = set(self.tokens) | set(self.profiles) | set(self.api)
+        clients = set(self.tokens) | set(self.profiles) | set(self.api) | set(self.dpop)
         return json.dumps(
             {
                 client: {
@@ -63,6 +90,8 @@ class Stats:
                     "pkce_token_requests": self.pkce[client],
                     "profile_requests": self.profiles[client],
                     "api_requests": self.api[client],
+                    "dpop_requests": self.dpop[client],
+                    "dpop_signatures_verified": self.verified[client],
                 }
                 for client in sorted(clients)
             }
@@ -86,6 +115,79 @@ def _bearer_client_id(authorization: str) -> str | None:
         return None
     client_id, _, serial = authorization[len("Bearer at.") :].rpartition(".")
     return client_id if client_id and serial.isdigit() else None
+
+
+def _b64json(segment: str) -> dict[str, object]:
+    value = json.loads(base64.urlsafe_b64decode(segment + "=" * (-len(segment) % 4)))
+    if not isinstance(value, dict):
+        raise ValueError("not a JSON object")
+    return value
+
+
+def _b64sha256(data: bytes) -> str:
+    return base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode("ascii")
+
+
+def _public_ec_jwk(jwk: object) -> dict[str, str]:
+    """The members of a public EC JWK that its RFC 7638 thumbprint covers."""
+    if not isinstance(jwk, dict) or jwk.get("kty") != "EC":
+        raise ValueError("not an EC JWK")
+    return {name: str(jwk[name]) for name in ("crv", "kty", "x", "y")}
+
+
+def _thumbprint(members: dict[str, str]) -> str:
+    return _b64sha256(json.dumps(members, separators=(",", ":"), sort_keys=True).encode())
+
+
+def check_proof(
+    stats: Stats,
+    client_id: str,
+    proof: str,
+    method: str,
+    url: str,
+    access_token: str | None,
+) -> str | None:
+    """The JWK thumbprint of a DPoP proof that passes the checks (see the module docstring),
+    or ``None``; counts it, and its verified signature."""
+    try:
+        header_segment, payload_segment, _ = proof.split(".")
+        header = _b64json(header_segment)
+        claims = _b64json(payload_segment)
+        jwk = _public_ec_jwk(header.get("jwk"))
+        jkt = _thumbprint(jwk)
+    except (ValueError, KeyError, TypeError):
+        return None
+    iat = claims.get("iat")
+    jti = claims.get("jti")
+    if (
+        header.get("typ") != "dpop+jwt"
+        or header.get("alg") != "ES256"
+        or claims.get("htm") != method
+        or claims.get("htu") != url
+        or not isinstance(iat, int)
+        or abs(time.time() - iat) > _PROOF_WINDOW
+        or not isinstance(jti, str)
+        or not jti
+        or jti in stats.jtis
+        or claims.get("ath")
+        != (None if access_token is None else _b64sha256(access_token.encode("ascii")))
+    ):
+        return None
+    count = stats.dpop[client_id]
+    if count < VERIFY_FIRST or count % VERIFY_EVERY == 0:
+        from joserfc import jws
+        from joserfc.errors import JoseError
+        from joserfc.jwk import ECKey
+
+        try:
+            public: dict[str, str | list[str]] = dict(jwk)
+            jws.deserialize_compact(proof, ECKey.import_key(public), algorithms=["ES256"])
+        except (JoseError, ValueError, TypeError):
+            return None
+        stats.verified[client_id] += 1
+    stats.jtis.add(jti)
+    stats.dpop[client_id] = count + 1
+    return jkt
 
 
 def _response(status: str, body: bytes, *, close: bool) -> bytes:
@@ -160,22 +262,29 @@ class ProviderProtocol(asyncio.Protocol):
             if form.get("code_verifier"):
                 stats.pkce[client_id] += 1
             stats.issued += 1
+            access_token = f"at.{client_id}.{stats.issued}"
+            token_type = "Bearer"
+            if "dpop" in headers:
+                url = f"http://{headers.get('host', '')}{path}"
+                jkt = check_proof(stats, client_id, headers["dpop"], "POST", url, None)
+                if jkt is None:
+                    return _response(
+                        "400 Bad Request", b'{"error":"invalid_dpop_proof"}', close=close
+                    )
+                stats.bound[access_token] = jkt
+                token_type = "DPoP"
             token = json.dumps(
-                {
-                    "access_token": f"at.{client_id}.{stats.issued}",
-                    "token_type": "Bearer",
-                    "expires_in": 3600,
-                }
+                {"access_token": access_token, "token_type": token_type, "expires_in": 3600}
             ).encode()
             return _response("200 OK", token, close=close)
         if method == "GET" and path == "/userinfo":
-            bearer = _bearer_client_id(headers.get("authorization", ""))
+            bearer = self._authorized(method, path, headers)
             if bearer is None:
                 return _response("401 Unauthorized", b'{"error":"invalid_token"}', close=close)
             stats.profiles[bearer] += 1
             return _response("200 OK", PROFILE, close=close)
         if method == "GET" and path == "/api/me":
-            bearer = _bearer_client_id(headers.get("authorization", ""))
+            bearer = self._authorized(method, path, headers)
             if bearer is None:
                 return _response("401 Unauthorized", b'{"error":"invalid_token"}', close=close)
             stats.api[bearer] += 1
@@ -184,6 +293,25 @@ class ProviderProtocol(asyncio.Protocol):
         if method == "GET" and path == "/stats":
             return _response("200 OK", stats.as_json(), close=close)
         return _response("404 Not Found", b'{"error":"not_found"}', close=close)
+
+    def _authorized(self, method: str, path: str, headers: dict[str, str]) -> str | None:
+        """The client_id of the request's valid token: a bearer token, or a DPoP-bound token
+        with a valid proof of its key; ``None`` for anything else."""
+        authorization = headers.get("authorization", "")
+        scheme, _, access_token = authorization.partition(" ")
+        if scheme == "Bearer":
+            if access_token in self.stats.bound:  # a bound token is never a bearer token
+                return None
+            return _bearer_client_id(authorization)
+        if scheme != "DPoP" or "dpop" not in headers:
+            return None
+        client_id = _bearer_client_id(f"Bearer {access_token}")
+        jkt = self.stats.bound.get(access_token)
+        if client_id is None or jkt is None:
+            return None
+        url = f"http://{headers.get('host', '')}{path}"
+        proven = check_proof(self.stats, client_id, headers["dpop"], method, url, access_token)
+        return client_id if proven == jkt else None
 
 
 async def serve() -> None:

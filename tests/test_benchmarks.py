@@ -1,5 +1,6 @@
-"""The benchmark code still runs: a tiny configuration load, one whole-flow round and one round
-of API calls of every contender.
+"""The benchmark code still runs: a tiny configuration load, one whole-flow round (of the
+project and of the urllib3 floor), one round of API calls of every contender and one round of
+the import section.
 
 Timings are not asserted (machines are shared); the structure of the results and the success of
 every flow are.
@@ -13,11 +14,20 @@ from pathlib import Path
 
 import pytest
 
+from flask_social_oauth2 import dpop
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchmarks import api_calls, config_load, inprocess, report  # noqa: E402
-from benchmarks.apps import API_PATH, START_PATHS, make_app  # noqa: E402
+from benchmarks import (  # noqa: E402
+    api_calls,
+    config_load,
+    import_time,
+    inprocess,
+    provider_server,
+    report,
+)
+from benchmarks.apps import API_PATH, BARE_URLLIB3, START_PATHS, make_app  # noqa: E402
 from benchmarks.stats import Check, run_rounds  # noqa: E402
 
 
@@ -52,9 +62,21 @@ def test_one_whole_flow_round_of_the_project_against_the_loopback_server() -> No
         "pkce_token_requests": 7,
         "profile_requests": 7,
         "api_requests": 0,
+        "dpop_requests": 0,
+        "dpop_signatures_verified": 0,
     }
     assert cost.cookies_set >= 1
     assert cost.set_cookie_bytes > cost.cookie_bytes_sent > 0
+
+
+def test_the_bare_urllib3_floor_does_the_whole_flow() -> None:
+    with inprocess.provider_server() as server:
+        app = make_app(BARE_URLLIB3, server.url)
+        runner = inprocess.flow_runner(app, START_PATHS[BARE_URLLIB3])
+        rounds = run_rounds({BARE_URLLIB3: runner}, rounds=1, batch={BARE_URLLIB3: 3}, unit="x")
+        stats = server.stats()
+    assert rounds.median_rate(BARE_URLLIB3) > 0
+    assert stats[BARE_URLLIB3]["token_requests"] == stats[BARE_URLLIB3]["profile_requests"] == 3
 
 
 def test_one_round_of_api_calls_of_every_contender(
@@ -76,13 +98,43 @@ def test_one_round_of_api_calls_of_every_contender(
     # the server saw exactly the calls each contender's view made, with its own token
     assert set(measured.api_requests) == set(api_calls.CLIENT_IDS.values())
     assert measured.api_requests["bare"] == measured.calls["bare"] + measured.calls["bare-aa"]
-    for name in ("project", "project-sql", "authlib", "flask-dance"):
+    for name in ("project", "project-sql", "project-dpop", "authlib", "flask-dance"):
         assert measured.api_requests[name] == measured.calls[name] > 2
         # one sign-in each, plus the project's own check call before the section
         assert stats[name]["token_requests"] == 1
         assert stats[name]["api_requests"] == measured.calls[name] + name.startswith("project")
+    # every DPoP call carried a proof that passed: the sign-in's token and profile requests,
+    # the check call, the section's calls; the first proofs' signatures were all verified
+    assert measured.dpop_requests == {"project-dpop": measured.calls["project-dpop"]}
+    assert stats["project-dpop"]["dpop_requests"] == measured.calls["project-dpop"] + 3
+    proofs = stats["project-dpop"]["dpop_requests"]
+    verified = stats["project-dpop"]["dpop_signatures_verified"]
+    assert min(proofs, provider_server.VERIFY_FIRST) <= verified <= proofs
+    assert all(stats[name]["dpop_requests"] == 0 for name in ("project", "bare", "authlib"))
     lines = api_calls.requests_lines(measured)
-    assert any(line.split()[0] == "project-sql" for line in lines[1:-2])
+    assert any(line.split()[0] == "project-sql" for line in lines[1:-3])
+    assert any("DPoP proofs checked" in line for line in lines)
+
+
+def test_the_provider_server_checks_dpop_proofs() -> None:
+    key = dpop.DPoPKey.generate()
+    stats = provider_server.Stats()
+    url = "http://127.0.0.1:5000/api/me"
+
+    def check(proof: str, method: str = "GET", token: str | None = "at.c.1") -> str | None:
+        return provider_server.check_proof(stats, "c", proof, method, url, token)
+
+    good = dpop.proof(key, "GET", url, access_token="at.c.1")
+    assert check(good) == key.thumbprint
+    assert check(good) is None  # a replayed jti
+    assert check(dpop.proof(key, "GET", url, access_token="at.c.2")) is None  # ath
+    assert check(dpop.proof(key, "POST", url, access_token="at.c.1")) is None  # htm
+    assert check(dpop.proof(key, "GET", url + "x", access_token="at.c.1")) is None  # htu
+    assert check(dpop.proof(key, "GET", url), token=None) == key.thumbprint  # no ath wanted
+    signed = dpop.proof(key, "GET", url, access_token="at.c.1").rsplit(".", 1)[0]
+    other = dpop.proof(key, "GET", url, access_token="at.c.1").rsplit(".", 1)[1]
+    assert check(f"{signed}.{other}") is None  # claims that pass, a signature of others
+    assert stats.dpop["c"] == stats.verified["c"] == 2
 
 
 def test_an_api_view_that_answers_wrongly_invalidates_the_run() -> None:
@@ -113,3 +165,17 @@ def test_checks_judge_within_the_tolerance() -> None:
     assert Check("x", target=1.0, measured=0.90, tolerance=0.05).status == "MISSED"
     assert Check("x", 2.0, 2.05, 0.05, kind="at most").status == "within noise"
     assert Check("x", 2.0, 2.5, 0.05, kind="at most").status == "MISSED"
+
+
+def test_one_round_of_the_import_section() -> None:
+    result = import_time.measure(rounds=1, runs=1)
+    assert list(result["wall_ms"]) == list(import_time.PROGRAMS)
+    assert result["over_flask_ms"]["flask"] == 0
+    assert all(value > 0 for value in result["wall_ms"].values())
+    assert all(value > 0 for value in result["cpu_ms"].values())
+    check = import_time.check(result)
+    assert check.kind == "at most"
+    assert check.target == import_time.TARGET_MS
+    assert import_time.table(result)[4].split()[0] == "project"
+    with pytest.raises(inprocess.BenchmarkError, match="import child failed"):
+        import_time.measure(rounds=1, runs=1, programs={"flask": "import no_such_module_here"})

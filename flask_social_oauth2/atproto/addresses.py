@@ -44,7 +44,9 @@ def embedded_ipv4(address: ipaddress.IPv6Address) -> ipaddress.IPv4Address | Non
         return address.sixtofour
     if address.teredo is not None:
         return address.teredo[1]
-    if any(address in network for network in _NAT64) or address in _IPV4_COMPATIBLE:
+    # "::" and "::1" sit in the deprecated IPv4-compatible range but are not such addresses.
+    compatible = address in _IPV4_COMPATIBLE and int(address) > 1
+    if compatible or any(address in network for network in _NAT64):
         return ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
     return None
 

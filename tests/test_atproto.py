@@ -9,6 +9,7 @@ import ipaddress
 import json
 import socket
 import ssl
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -569,6 +570,36 @@ def test_a_slow_answer_is_a_504_within_the_time_cap(
     assert time.monotonic() - began < 1.0
 
 
+def test_a_dripped_tls_handshake_is_a_504_within_the_time_cap() -> None:
+    """Each read of the handshake gets a byte in time; the handshake as a whole does not."""
+    stop = threading.Event()
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        port = listener.getsockname()[1]
+
+        def drip() -> None:
+            connection, _ = listener.accept()
+            with connection:
+                connection.sendall(b"\x16\x03\x03\x40\x00")  # a 16 KiB handshake record...
+                while not stop.wait(0.05):  # ...that never ends
+                    try:
+                        connection.sendall(b"\x00")
+                    except OSError:
+                        return
+
+        worker = threading.Thread(target=drip, daemon=True)
+        worker.start()
+        fetch = GuardedFetcher(allow_loopback=True, timeout=0.5)
+        began = time.monotonic()
+        try:
+            fails("timeout", lambda: fetch.json(f"https://localhost:{port}/"), status=504)
+        finally:
+            stop.set()
+            worker.join(2)
+    assert time.monotonic() - began < 1.0
+
+
 def test_a_slow_dns_lookup_is_a_504_within_the_time_cap() -> None:
     def slow(*args: Any, **kwargs: Any) -> list[tuple[Any, ...]]:
         time.sleep(2)
@@ -914,3 +945,35 @@ def test_errors_are_typed_and_name_their_reason() -> None:
     assert (error.reason, error.status_code, error.provider) == ("timeout", 504, "bluesky")
     assert "timeout" in str(error)
     assert InvalidIdentifierError("invalid_handle", "x").status_code == 400
+
+
+def test_odd_dns_answers_are_refused() -> None:
+    """A scoped IPv6 answer, a public answer for a loopback name over http, an address family
+    that is not IP: never connected to."""
+
+    def answers(*entries: tuple[Any, ...]) -> Callable[..., list[tuple[Any, ...]]]:
+        return lambda *args, **kwargs: list(entries)
+
+    tcp = (socket.SOCK_STREAM, 6, "")
+    scoped = answers((socket.AF_INET6, *tcp, ("fe80::1%lo", 443, 0, 1)))
+    fails("refused_address", lambda: GuardedFetcher(getaddrinfo=scoped).json("https://a.example/"))
+    unix_only = answers((socket.AF_UNIX, *tcp, "/run/x.sock"))
+    fails("dns", lambda: GuardedFetcher(getaddrinfo=unix_only).json("https://a.example/"))
+    public = GuardedFetcher(allow_loopback=True, getaddrinfo=dns("93.184.216.34"))
+    fails("refused_address", lambda: public.json("http://localhost:1/"))
+    assert not is_public_address(ipaddress.ip_address("2606:4700:4700::1111%1"))
+    fails("bad_url", lambda: GuardedFetcher().json("https://pdś.example.com/"))
+
+
+def test_a_failing_plc_directory_and_a_did_without_handles(network: FakeNetwork) -> None:
+    network.serve(document=did_document(pds=network.url, alsoKnownAs=[]))
+    assert network.resolve(DID).handle is None
+    network.server.set(f"/{DID}", Behaviour.json({"error": "oops"}, status=503))
+    assert fails("http_status", lambda: network.resolve(DID)).http_status == 503
+
+
+def test_only_text_is_a_handle_or_a_did() -> None:
+    for function in (normalize_handle, normalize_did):
+        with pytest.raises(InvalidIdentifierError):
+            function(7)  # type: ignore[arg-type]
+    assert not is_did(7)  # type: ignore[arg-type]

@@ -271,9 +271,7 @@ class GuardedFetcher:
                 if ipaddress.ip_address(sock.getpeername()[0]) != address:
                     raise self._refused(target)
                 if target.scheme == "https":
-                    sock.settimeout(max(0.001, deadline - time.monotonic()))
-                    context = self.ssl_context or ssl.create_default_context()
-                    sock = context.wrap_socket(sock, server_hostname=target.host)
+                    sock = self._tls(sock, target, deadline)
                 return sock
             except ssl.SSLCertVerificationError:
                 sock.close()
@@ -293,6 +291,14 @@ class GuardedFetcher:
                 "timeout", f"{target.host!r} did not answer within {self.timeout:g} s", status=504
             )
         raise self._error("unreachable", f"{target.host!r} refused the connection")
+
+    def _tls(self, sock: socket.socket, target: _Target, deadline: float) -> ssl.SSLSocket:
+        """The TLS handshake, checking the certificate against the URL's host (also its SNI).
+        The ssl module gives a blocking handshake the socket timeout as one deadline for the
+        whole handshake, not per read, so a server that drips it is cut off in time."""
+        context = self.ssl_context or ssl.create_default_context()
+        sock.settimeout(max(0.001, deadline - time.monotonic()))
+        return context.wrap_socket(sock, server_hostname=target.host)
 
     def _refused(self, target: _Target) -> ResolutionError:
         return self._error(

@@ -636,6 +636,8 @@ def test_unreachable_and_unresolvable_hosts_are_502s() -> None:
         (Behaviour.truncated_json(), "bad_json"),
         (Behaviour.json({}, headers={"Content-Encoding": "gzip"}), "bad_response"),
         (Behaviour.close_without_response(), "unreachable"),
+        (Behaviour.json({}, headers={f"X-{n}": "x" for n in range(120)}), "bad_response"),
+        (Behaviour.json({}, headers={"X-Long": "x" * 70_000}), "bad_response"),
         (Behaviour.reset_mid_body(), "unreachable"),
         (Behaviour.json({}, status=404), "http_status"),
     ],

@@ -148,8 +148,10 @@ class GuardedFetcher:
             raise self._error(
                 "timeout", f"{_where(url)} did not answer within {self.timeout:g} s", status=504
             ) from None
-        except (OSError, http.client.HTTPException):
+        except OSError:
             raise self._error("unreachable", f"{_where(url)} failed mid-answer") from None
+        except http.client.HTTPException:
+            raise self._error("bad_response", f"{_where(url)} answered no valid HTTP") from None
         finally:
             with contextlib.suppress(OSError):
                 sock.close()

@@ -182,3 +182,42 @@ class TokenStoreUnavailableError(AuthenticationError):
 
     status_code = 503
     public_message = "Your sign-in could not be checked right now. Please try again later."
+
+
+class ResolutionError(AuthenticationError):
+    """An AT Protocol identity could not be resolved: a handle, a DID, its document, its PDS
+    or the PDS's authorization server. 502 when a server failed or answered something invalid,
+    504 when it did not answer in time; the subclass :class:`InvalidIdentifierError` (400) is
+    the user's input at fault.
+
+    :param reason: A short, fixed code saying which check failed (``"timeout"``,
+        ``"refused_address"``, ``"did_mismatch"``...), for logs and tests; never a secret.
+    :param message: A description for logs and developers.
+    :param status_code: The HTTP status the built-in route answers with.
+    :param provider: The provider block's name.
+    :param http_status: The status a server answered, when the failure is that status.
+    """
+
+    status_code = 502
+    public_message = "Your account's server could not be found or did not answer as expected."
+
+    def __init__(
+        self,
+        reason: str,
+        message: str,
+        *,
+        status_code: int | None = None,
+        provider: str = "bluesky",
+        http_status: int | None = None,
+    ) -> None:
+        self.reason = reason
+        self.http_status = http_status
+        super().__init__(provider, f"{message} ({reason})", status_code=status_code)
+
+
+class InvalidIdentifierError(ResolutionError):
+    """The handle or DID given to start a sign-in is not one: bad syntax, a reserved top-level
+    domain, or a handle no server knows. 400."""
+
+    status_code = 400
+    public_message = "That is not a valid handle or DID. Please check it and try again."

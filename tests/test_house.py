@@ -115,7 +115,7 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     ("discovery", "flow", "social_provider", "profile_fields", "callback", "tokens"),
     ("document_cache", "state_cookie", "config", "local_idp"),
     ("yaml_file",),
-    ("http_client", "client_auth"),
+    ("http_client", "client_auth", "atproto"),
     ("settings", "deadline", "provider_response", "dpop"),
     ("errors", "signals", "redirects", "urls"),
 )

@@ -198,6 +198,10 @@ def finish_posted_code(provider: FlowProvider, code: str, verifier: str) -> OAut
     request uses the configured ``redirectURL``."""
     if not code or len(code) > callback.MAX_CALLBACK_VALUE or not verifier:
         raise InvalidCallbackError(provider.name, "missing or oversized code or verifier")
+    if provider.uses_dpop():  # the key would have to come from the browser: never
+        raise InvalidCallbackError(
+            provider.name, "a DPoP-bound provider (customProperties.dpop) takes no posted code"
+        )
     redirect_uri = resolve_redirect_uri(provider.settings.redirect_url)
     info = provider.exchange_code(code, redirect_uri=redirect_uri, verifier=verifier)
     return provider.verify_token(info, None)

@@ -260,3 +260,20 @@ def test_dpop_must_be_true_or_false(make_app: MakeApp, fault_server: FaultServer
     }
     with pytest.raises(ConfigurationError, match=r"customProperties\.dpop"):
         make_app({"faulty": block})
+
+
+def test_a_dpop_provider_takes_no_posted_code(make_app: MakeApp, fault_server: FaultServer) -> None:
+    block = {
+        "accessTokenURL": f"{fault_server.url}/token",
+        "apiURL": f"{fault_server.url}/userinfo",
+        "redirectURL": "/authenticate/spa",
+        "clientID": CLIENT_ID,
+        "clientSecret": CLIENT_SECRET,
+        "customProperties": {"dpop": "true"},
+    }
+    app = make_app({"spa": block})
+    answer = app.test_client().post(
+        "/authenticate/spa", json={"code": "c", "code_verifier": "v" * 43}
+    )
+    assert answer.status_code == 400
+    assert fault_server.requests == []

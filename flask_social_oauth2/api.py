@@ -77,18 +77,30 @@ class ProviderSession(OAuth2Session):  # type: ignore[misc]  # requests-oauthlib
 
     @property
     def api_base(self) -> str | None:
-        """``customProperties.apiBaseURL``, else the provider's built-in API base, or ``None``."""
-        configured = self.provider.settings.custom_properties.get(API_BASE_URL_KEY)
-        return configured or self.provider.default_api_base
+        """``customProperties.apiBaseURL``, else the provider's API base for this identity
+        (:meth:`~flask_social_oauth2.OAuth2Provider.api_base_for`; Bluesky: the identity's
+        PDS, read from its kept token), or ``None``."""
+        return self._api_base(None)
 
-    def url_for(self, url: str) -> str:
+    def _api_base(self, info: OAuth2Info | None) -> str | None:
+        configured = self.provider.settings.custom_properties.get(API_BASE_URL_KEY)
+        if configured:
+            return configured
+        base = self.provider.api_base_for(info)
+        if base is None and info is None and self.provider.api_base_per_identity:
+            kept = self._store.load(self.provider.name, self.provider_key)
+            base = None if kept is None else self.provider.api_base_for(kept)
+        return base
+
+    def url_for(self, url: str, info: OAuth2Info | None = None) -> str:
         """``url`` joined to :attr:`api_base` when it is relative; an absolute URL unchanged.
 
+        :param info: The identity's token, when it is at hand (its API base may depend on it).
         :raises ValueError: for a relative URL when the provider has no API base.
         """
         if "://" in url.split("?", 1)[0]:
             return url
-        base = self.api_base
+        base = self._api_base(info)
         if base is None:
             raise ValueError(
                 f"provider {self.provider.name!r} has no API base for a relative URL:"

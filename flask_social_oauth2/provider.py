@@ -89,6 +89,9 @@ class OAuth2Provider(SocialProvider):
     form_post_callback: ClassVar[bool] = False
     #: The base of relative API URLs after sign-in (``customProperties.apiBaseURL`` overrides).
     default_api_base: ClassVar[str | None] = None
+    #: Whether relative API URLs are joined to each identity's own server
+    #: (:meth:`api_base_for` reads it from the identity's token), as Bluesky's PDS.
+    api_base_per_identity: ClassVar[bool] = False
     #: The RFC 7009 revocation endpoint (``customProperties.revocationURL`` overrides).
     default_revocation_url: ClassVar[str | None] = None
 
@@ -270,6 +273,22 @@ class OAuth2Provider(SocialProvider):
         answer = self._post_to_token_endpoint(par.STEP, body, push_to, dpop_key=dpop_key)
         request_uri = par.read_answer(self.name, answer)
         return par.browser_url(endpoint, self.settings.client_id, request_uri)
+
+    def flow_context(self) -> tuple[tuple[str, str], ...]:
+        """What a flow starting now is bound to besides the settings (kept in the state
+        cookie, see :attr:`PendingFlow.context`): nothing, unless a provider (Bluesky) resolves
+        the account's server first. Needs a request context."""
+        return ()
+
+    def for_flow(self, pending: PendingFlow) -> OAuth2Provider:
+        """The provider as the flow ``pending`` uses it: itself, unless the provider bound the
+        flow to a server of its own (see :meth:`flow_context`)."""
+        return self
+
+    def api_base_for(self, info: OAuth2Info | None) -> str | None:
+        """The base of relative API URLs for the identity whose token is ``info``:
+        :attr:`default_api_base`, unless the provider's API lives on each user's own server."""
+        return self.default_api_base
 
     def check_issuer(self, issuer: str | None) -> None:
         """RFC 9207: where the provider names itself in the callback (``iss``), it must be the
@@ -582,6 +601,35 @@ class OAuth2Provider(SocialProvider):
         :raises ProfileRetrievalError: for a failed request, a non-2xx status or a body that
             is not JSON.
         """
+        response = self.request_answer(
+            method, url, info, headers=headers, params=params, data=data, step=step
+        )
+        if not 200 <= response.status < 300:
+            raise ProfileRetrievalError(self.name, f"{step} failed: HTTP {response.status}")
+        try:
+            return response.json()
+        except ValueError:
+            raise ProfileRetrievalError(
+                self.name, f"{step}: HTTP {response.status} answered no JSON"
+            ) from None
+
+    def request_answer(
+        self,
+        method: str,
+        url: str,
+        info: OAuth2Info | None,
+        *,
+        headers: Mapping[str, str] | None = None,
+        params: Mapping[str, str] | None = None,
+        data: str | Mapping[str, str] | None = None,
+        step: str = "profile request",
+    ) -> ProviderResponse:
+        """The answer of a request to the provider's API, whatever its status, sent as
+        :meth:`request_json` sends it (with a DPoP proof, and the server's nonce retry, for a
+        DPoP-bound token).
+
+        :raises ProfileRetrievalError: when no answer came.
+        """
         key = None if info is None or info.dpop_key is None else dpop.DPoPKey.load(info.dpop_key)
 
         def send(nonce: str | None) -> ProviderResponse:
@@ -605,15 +653,7 @@ class OAuth2Provider(SocialProvider):
                 data=data,
             )
 
-        response = send(None) if key is None else dpop.send_with_nonce(url, send, _answer_parts)
-        if not 200 <= response.status < 300:
-            raise ProfileRetrievalError(self.name, f"{step} failed: HTTP {response.status}")
-        try:
-            return response.json()
-        except ValueError:
-            raise ProfileRetrievalError(
-                self.name, f"{step}: HTTP {response.status} answered no JSON"
-            ) from None
+        return send(None) if key is None else dpop.send_with_nonce(url, send, _answer_parts)
 
     def parse_profile(self, raw: Any, info: OAuth2Info) -> SocialProfile:
         """Map the profile JSON onto :class:`SocialProfile` with :attr:`profile_fields`.

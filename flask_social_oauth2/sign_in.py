@@ -66,6 +66,15 @@ class FlowProvider(Protocol):
 
     def verify_token(self, info: OAuth2Info, pending: PendingFlow | None) -> OAuth2Info: ...
 
+    def flow_context(self) -> tuple[tuple[str, str], ...]:
+        """What a flow starting now is bound to besides the settings (see
+        :attr:`PendingFlow.context`): ``()`` for most providers."""
+        ...
+
+    def for_flow(self, pending: PendingFlow) -> FlowProvider:
+        """The provider as the flow ``pending`` uses it (itself, for most providers)."""
+        ...
+
 
 def flow_binding(provider: FlowProvider, redirect_uri: str) -> str:
     """The digest that binds a flow started with ``redirect_uri`` to the provider's settings:
@@ -114,8 +123,9 @@ def start(provider: FlowProvider) -> Response:
         nonce=flow.new_nonce() if provider.uses_nonce() else None,
         binding=flow_binding(provider, redirect_uri),
         dpop_key=None if dpop_key is None else current_cipher().encrypt(dpop_key.export().encode()),
+        context=provider.flow_context(),
     )
-    url = provider.authorization_url(pending, dpop_key)
+    url = provider.for_flow(pending).authorization_url(pending, dpop_key)
     store = current_runtime().state_cookies
     flows = store.load()
     flows.append(pending)
@@ -134,13 +144,16 @@ def end_with_provider_error(provider: FlowProvider, received: Callback) -> None:
     :raises ProviderRefusedError: for any other error code.
     :raises StateError: when ``iss`` is not the provider's issuer.
     """
-    provider.check_issuer(received.iss)
+    pending = None
     if received.state:
         store = current_runtime().state_cookies
         flows = store.load()
         pending = state_cookie.find(flows, received.state)
         if pending is not None and pending.provider == provider.name:
             store.save([item for item in flows if item is not pending])
+        else:
+            pending = None
+    (provider if pending is None else provider.for_flow(pending)).check_issuer(received.iss)
     error = received.error or ""
     code = flow.safe_error_code(error)
     logger.info("%s: the provider answered error %r", provider.name, code)
@@ -176,6 +189,7 @@ def finish(provider: FlowProvider, received: Callback) -> OAuth2Info:
             "the sign-in was started under other settings (token endpoint, client, redirect"
             " URI, issuer or openid scope)",
         )
+    provider = provider.for_flow(pending)
     provider.check_issuer(received.iss)
     if not received.code:
         raise InvalidCallbackError(name, "callback without code")

@@ -53,6 +53,17 @@ class PendingFlow:
     #: The flow's DPoP private key, encrypted with the app's token keys (never in clear in the
     #: cookie, which is signed, not encrypted); ``None`` without DPoP.
     dpop_key: str | None = None
+    #: What the provider bound the flow to when it started, as ``(name, value)`` pairs (the
+    #: AT Protocol account's DID, handle, PDS and authorization server): signed with the
+    #: cookie, not secret, read back by the provider at the callback; ``()`` for most providers.
+    context: tuple[tuple[str, str], ...] = ()
+
+    def bound(self, name: str) -> str | None:
+        """The value the flow bound under ``name`` (see :attr:`context`), or ``None``."""
+        for key, value in self.context:
+            if key == name:
+                return value
+        return None
 
     def __repr__(self) -> str:
         # state, verifier, nonce and key are secrets of the flow: shown as present or absent.
@@ -67,7 +78,7 @@ class PendingFlow:
             f"PendingFlow(provider={self.provider!r}, redirect_uri={self.redirect_uri!r}, "
             f"next_url={self.next_url!r}, created={self.created!r}, "
             + ", ".join(f"{name}={value!r}" for name, value in masked.items())
-            + ")"
+            + f", context={[key for key, _ in self.context]!r})"
         )
 
     __str__ = __repr__
@@ -83,16 +94,22 @@ class PendingFlow:
             self.created,
             self.nonce,
             self.binding,
-            *([] if self.dpop_key is None else [self.dpop_key]),
+            *([] if self.dpop_key is None and not self.context else [self.dpop_key]),
+            *([dict(self.context)] if self.context else []),
         ]
 
     @classmethod
     def from_list(cls, item: Any) -> PendingFlow | None:
         """Read an entry, or ``None`` if it is not of the expected shape."""
-        if not isinstance(item, list) or len(item) not in (8, 9):
+        if not isinstance(item, list) or len(item) not in (8, 9, 10):
             return None
         state, provider, redirect_uri, verifier, next_url, created, nonce, binding = item[:8]
-        dpop_key = item[8] if len(item) == 9 else None
+        dpop_key = item[8] if len(item) >= 9 else None
+        bound = item[9] if len(item) == 10 else {}
+        if not isinstance(bound, dict) or not all(
+            isinstance(key, str) and isinstance(value, str) for key, value in bound.items()
+        ):
+            return None
         if not all(isinstance(value, str) for value in (state, provider, redirect_uri, binding)):
             return None
         if not isinstance(created, int) or isinstance(created, bool):
@@ -103,7 +120,16 @@ class PendingFlow:
         ):
             return None
         return cls(
-            state, provider, redirect_uri, verifier, next_url, created, nonce, binding, dpop_key
+            state,
+            provider,
+            redirect_uri,
+            verifier,
+            next_url,
+            created,
+            nonce,
+            binding,
+            dpop_key,
+            tuple(bound.items()),
         )
 
 

@@ -595,7 +595,7 @@ def check_requests(server: FaultServer, name: str, access_token: str) -> None:
 
 
 #: Providers without a profile endpoint, whose whole sign-in is tested in a module of its own.
-TESTED_ELSEWHERE: Final = frozenset({"apple"})  # tests/test_apple.py
+TESTED_ELSEWHERE: Final = frozenset({"apple", "bluesky"})  # tests/test_apple.py, test_bluesky.py
 
 
 def test_every_case_is_a_builtin_provider() -> None:
@@ -766,7 +766,7 @@ def test_registry_holds_the_required_providers() -> None:
 
 def test_only_a_few_providers_have_code() -> None:
     coded = sorted(name for name, facts in PROVIDER_FACTS.items() if facts.code)
-    assert coded == ["apple", "facebook", "line", "linkedin", "vk"]
+    assert coded == ["apple", "bluesky", "facebook", "line", "linkedin", "vk"]
 
 
 def test_registry_is_read_only() -> None:

@@ -7,6 +7,7 @@ A block of another name can use a built-in class through ``SOCIAL_OAUTH2_PROVIDE
 
 Every built-in class is a :class:`BuiltinProvider` driven by its facts; only the providers that
 truly behave differently have code of their own (:class:`AppleProvider`,
+:class:`BlueskyProvider`,
 :class:`FacebookProvider`, :class:`LineProvider`, :class:`LinkedInProvider`,
 :class:`VKProvider`), the others' classes are generated. Adding a provider is adding a module
 with its ``FACTS`` and naming it in :data:`_DEFINITIONS`.
@@ -67,6 +68,7 @@ from . import (
 )
 from .apple import AppleProvider
 from .base import BuiltinProvider, provider_class
+from .bluesky import BlueskyProvider
 from .facebook import FacebookProvider
 from .facts import ProviderFacts, Quirk
 from .line import LineProvider
@@ -77,6 +79,7 @@ __all__ = [
     "BUILTIN_PROVIDERS",
     "PROVIDER_FACTS",
     "AppleProvider",
+    "BlueskyProvider",
     "BuiltinProvider",
     "FacebookProvider",
     "LineProvider",
@@ -95,6 +98,7 @@ _DEFINITIONS: Final[tuple[ProviderFacts | type[BuiltinProvider], ...]] = (
     authentiq.FACTS,
     azure.FACTS,
     bitbucket.FACTS,
+    BlueskyProvider,
     cognito.FACTS,
     dexcom.FACTS,
     digitalocean.FACTS,

@@ -3,6 +3,8 @@ loopback (the ``atproto_server`` fixture), with the loopback development client.
 
 from __future__ import annotations
 
+import dataclasses
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,6 +17,7 @@ from flask import Flask
 from helpers import MakeApp, callback_path
 
 from flask_social_oauth2 import SocialOAuth2, dpop, signals
+from flask_social_oauth2.errors import StateError
 
 pytestmark = pytest.mark.atproto
 
@@ -116,6 +119,29 @@ def test_alice_signs_in_with_bluesky(
     }
 
 
+def test_an_expired_token_is_refreshed_at_the_accounts_server(
+    make_app: MakeApp, atproto_server: AtprotoServer, tmp_path: Path
+) -> None:
+    alice = atproto_server.accounts["alice.test"]
+    app = bluesky_app(make_app, atproto_server, tmp_path)
+    client = app.test_client()
+    started = start(client, "alice.test")
+    callback = sign_in_and_consent(started.headers["Location"], "alice.test", alice.password)
+    assert client.get(callback_path(callback), base_url=BASE_URL).status_code == 302
+    store = app.extensions["social_oauth2"].runtime.token_store
+    with app.app_context():
+        info = store.load("bluesky", alice.did)
+        store.save("bluesky", alice.did, dataclasses.replace(info, expires_at=time.time() - 1))
+    answer = client.get(f"/session/{alice.did}", base_url=BASE_URL)
+    assert answer.status_code == 200, answer.text
+    assert answer.json["body"]["did"] == alice.did
+    with app.app_context():
+        renewed = store.load("bluesky", alice.did)
+    assert renewed.access_token != info.access_token
+    assert renewed.params["pds"] == atproto_server.pds_url
+    assert renewed.token_type == "DPoP"
+
+
 def test_a_sign_in_without_a_handle_starts_at_the_entryway(
     make_app: MakeApp, atproto_server: AtprotoServer, tmp_path: Path
 ) -> None:
@@ -140,12 +166,20 @@ def test_consenting_as_another_account_signs_nobody_in(
     bob = atproto_server.accounts["bob.test"]
     app = bluesky_app(make_app, atproto_server, tmp_path)
     seen = signed_in(app)
+    failures: list[Exception] = []
+
+    def on_failure(sender: Any, **extra: Any) -> None:
+        failures.append(extra["error"])
+
+    signals.authentication_failed.connect(on_failure, app, weak=False)
     client = app.test_client()
     started = start(client, "alice.test")
     assert started.status_code == 302, started.text
     callback = sign_in_and_consent(started.headers["Location"], "bob.test", bob.password)
     finished = client.get(callback_path(callback), base_url=BASE_URL)
     assert 400 <= finished.status_code < 500, finished.text
+    assert [type(error) for error in failures] == [StateError]
+    assert "another account" in str(failures[0])
     assert seen == []
     assert kept_rows(app) == []
 

@@ -276,7 +276,7 @@ class OAuth2Provider(SocialProvider):
 
     def flow_context(self) -> tuple[tuple[str, str], ...]:
         """What a flow starting now is bound to besides the settings (kept in the state
-        cookie, see :attr:`PendingFlow.context`): nothing, unless a provider (Bluesky) resolves
+        cookie, see ``PendingFlow.context``): nothing, unless a provider (Bluesky) resolves
         the account's server first. Needs a request context."""
         return ()
 

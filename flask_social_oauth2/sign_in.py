@@ -68,7 +68,7 @@ class FlowProvider(Protocol):
 
     def flow_context(self) -> tuple[tuple[str, str], ...]:
         """What a flow starting now is bound to besides the settings (see
-        :attr:`PendingFlow.context`): ``()`` for most providers."""
+        ``PendingFlow.context``): ``()`` for most providers."""
         ...
 
     def for_flow(self, pending: PendingFlow) -> FlowProvider:

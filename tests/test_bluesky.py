@@ -134,7 +134,9 @@ def test_an_expired_token_is_refreshed_at_the_accounts_server(
         store.save("bluesky", alice.did, dataclasses.replace(info, expires_at=time.time() - 1))
     answer = client.get(f"/session/{alice.did}", base_url=BASE_URL)
     assert answer.status_code == 200, answer.text
-    assert answer.json["body"]["did"] == alice.did
+    body = answer.json
+    assert body is not None
+    assert body["body"]["did"] == alice.did
     with app.app_context():
         renewed = store.load("bluesky", alice.did)
     assert renewed.access_token != info.access_token

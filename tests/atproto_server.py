@@ -29,7 +29,6 @@ import json
 import os
 import selectors
 import shutil
-import signal
 import subprocess
 import tempfile
 import time
@@ -41,6 +40,7 @@ from typing import IO, Any
 from urllib.parse import urlsplit
 
 import requests
+from helpers import stop_process
 from oidc_provider_server import node_tools
 
 API_PREFIX = "/@atproto/oauth-provider/~api"
@@ -327,16 +327,10 @@ class AtprotoServer:
         process, self._process = self._process, None
         if process is not None:
             try:
-                if process.poll() is None:
+                if process.poll() is None and process.stdin is not None:
                     with contextlib.suppress(OSError):
-                        assert process.stdin is not None
-                        process.stdin.close()
-                    process.send_signal(signal.SIGTERM)
-                    try:
-                        process.wait(timeout=STOP_TIMEOUT)
-                    except subprocess.TimeoutExpired:
-                        process.kill()
-                        process.wait(timeout=STOP_TIMEOUT)
+                        process.stdin.close()  # server.mjs stops when its stdin closes
+                stop_process(process, STOP_TIMEOUT)
             finally:
                 for stream in (process.stdin, process.stdout):
                     if stream is not None:

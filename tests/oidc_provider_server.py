@@ -40,6 +40,7 @@ from typing import Any
 from urllib.parse import urljoin
 
 import requests
+from helpers import stop_process
 
 __all__ = ["PACKAGE_DIR", "OidcProviderServer", "install"]
 
@@ -236,16 +237,11 @@ class OidcProviderServer:
         return received.split(b"\n", 1)[0].decode()
 
     def stop(self) -> None:
-        """Stops the server: SIGTERM, a bounded wait, then SIGKILL. Safe to call twice."""
+        """Stops the server (:func:`helpers.stop_process`: each step's wait bounded, a kill
+        last). Safe to call twice."""
         process, self._process = self._process, None
         if process is not None:
-            if process.poll() is None:
-                process.terminate()
-                try:
-                    process.wait(_STOP_TIMEOUT)
-                except subprocess.TimeoutExpired:
-                    process.kill()
-                    process.wait(_STOP_TIMEOUT)
+            stop_process(process, _STOP_TIMEOUT)
             if process.stdout is not None:
                 process.stdout.close()
         if self._stderr is not None:

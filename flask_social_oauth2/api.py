@@ -138,11 +138,16 @@ class ProviderSession(OAuth2Session):  # type: ignore[misc]  # requests-oauthlib
             an answer over the size cap): 504 for a timeout, 502 otherwise.
         """
         name = self.provider.name
-        target = self.url_for(url.decode() if isinstance(url, bytes) else url)
+        # one read of the kept token serves both the API base (Bluesky: the identity's PDS)
+        # and the call
+        kept = None
+        if not withhold_token or self.provider.api_base_per_identity:
+            kept = self._store.load(name, self.provider_key)
+        target = self.url_for(url.decode() if isinstance(url, bytes) else url, kept)
         problem = check_endpoint_url(target)
         if problem is not None:
             raise ValueError(f"provider {name!r}: the API URL {problem}")
-        token = None if withhold_token else self._token_for_call()
+        token = None if withhold_token else self._token_for_call(kept)
         key = None if token is None or token.dpop_key is None else dpop.DPoPKey.load(token.dpop_key)
         timeout = kwargs.pop("timeout", None) or self._timeout
         per_read = timeout if isinstance(timeout, tuple) else (timeout, timeout)
@@ -155,9 +160,8 @@ class ProviderSession(OAuth2Session):  # type: ignore[misc]  # requests-oauthlib
             if token is not None:
                 all_headers.update(self._authorization(token))
             if token is not None and key is not None:
-                all_headers["Authorization"] = f"DPoP {token.access_token}"
-                all_headers["DPoP"] = dpop.proof(
-                    key, method_name, target, nonce=nonce, access_token=token.access_token
+                all_headers |= dpop.authorization(
+                    key, token.access_token, method_name, target, nonce=nonce
                 )
             return self._send_once(method, target, data, files, all_headers, per_read, dict(kwargs))
 
@@ -214,13 +218,13 @@ class ProviderSession(OAuth2Session):  # type: ignore[misc]  # requests-oauthlib
         each redirect's body whole, past the size cap."""
         return
 
-    def _token_for_call(self) -> OAuth2Info:
-        """The identity's token, refreshed through the store first when it is due.
+    def _token_for_call(self, info: OAuth2Info | None) -> OAuth2Info:
+        """The identity's token ``info`` as read from the store, refreshed through the store
+        first when it is due.
 
         :raises SignInRequiredError: see :meth:`request`.
         """
         name, key = self.provider.name, self.provider_key
-        info = self._store.load(name, key)
         if info is None:
             raise SignInRequiredError(name, f"no token is kept for identity {key!r}")
         if not refresh_due(info):

@@ -42,6 +42,7 @@ __all__ = [
     "ALGORITHM",
     "DPoPKey",
     "NonceStore",
+    "authorization",
     "new_nonce",
     "nonce_requested",
     "nonces",
@@ -208,6 +209,17 @@ def proof(
     from joserfc import jwt
 
     return jwt.encode(header, claims, key._key, algorithms=[ALGORITHM])
+
+
+def authorization(
+    key: DPoPKey, access_token: str, method: str, url: str, *, nonce: str | None = None
+) -> dict[str, str]:
+    """The headers that present a DPoP-bound access token to a resource server (RFC 9449 7.1):
+    ``Authorization: DPoP <token>`` and a fresh proof with ``ath``."""
+    return {
+        "Authorization": f"DPoP {access_token}",
+        "DPoP": proof(key, method, url, nonce=nonce, access_token=access_token),
+    }
 
 
 def access_token_hash(access_token: str) -> str:

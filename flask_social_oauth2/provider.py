@@ -635,10 +635,7 @@ class OAuth2Provider(SocialProvider):
         def send(nonce: str | None) -> ProviderResponse:
             all_headers = {"Accept": "application/json"}
             if info is not None and key is not None:
-                all_headers["Authorization"] = f"DPoP {info.access_token}"
-                all_headers["DPoP"] = dpop.proof(
-                    key, method, url, nonce=nonce, access_token=info.access_token
-                )
+                all_headers |= dpop.authorization(key, info.access_token, method, url, nonce=nonce)
             elif info is not None:
                 all_headers["Authorization"] = f"Bearer {info.access_token}"
             if headers:

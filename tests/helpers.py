@@ -112,6 +112,15 @@ def plain_block(server: FaultServer, name: str = "plain", **custom: str) -> dict
     }
 
 
+def faulty_block(server: FaultServer, **custom: str) -> dict[str, Any]:
+    """The block ``faulty``: :func:`plain_block` that also starts flows at ``server``'s
+    ``/authorize``."""
+    return {
+        **plain_block(server, "faulty", **custom),
+        "authorizationURL": f"{server.url}/authorize",
+    }
+
+
 def idp_block(server: LocalIdentityProvider, **changes: Any) -> dict[str, Any]:
     """The provider block for ``server`` under the name ``local``."""
     block: dict[str, Any] = server.settings_block(CLIENT_ID, CLIENT_SECRET, "/authenticate/local")

@@ -19,7 +19,13 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from fault_server import Behaviour, FaultServer
 from flask import Flask
-from helpers import CLIENT_ID, CLIENT_SECRET, MakeApp, callback_path, state_cookie_name
+from helpers import (
+    MakeApp,
+    callback_path,
+    faulty_block,
+    plain_block,
+    state_cookie_name,
+)
 from oidc_provider_server import OidcProviderServer
 
 from flask_social_oauth2 import SocialOAuth2, client_auth, dpop, signals
@@ -224,15 +230,7 @@ def test_a_bearer_answer_to_a_dpop_request_is_refused(
         "/token",
         Behaviour.json({"access_token": "at-1", "token_type": "Bearer", "expires_in": 60}),
     )
-    block = {
-        "authorizationURL": f"{fault_server.url}/authorize",
-        "accessTokenURL": f"{fault_server.url}/token",
-        "apiURL": f"{fault_server.url}/userinfo",
-        "redirectURL": "/authenticate/faulty",
-        "clientID": CLIENT_ID,
-        "clientSecret": CLIENT_SECRET,
-        "customProperties": {"dpop": "true"},
-    }
+    block = faulty_block(fault_server, dpop="true")
     app = make_app({"faulty": block})
     client = app.test_client()
     started = client.get("/authenticate/faulty")
@@ -249,28 +247,13 @@ def test_a_bearer_answer_to_a_dpop_request_is_refused(
 def test_dpop_must_be_true_or_false(make_app: MakeApp, fault_server: FaultServer) -> None:
     from flask_social_oauth2.errors import ConfigurationError
 
-    block = {
-        "authorizationURL": f"{fault_server.url}/authorize",
-        "accessTokenURL": f"{fault_server.url}/token",
-        "apiURL": f"{fault_server.url}/userinfo",
-        "redirectURL": "/authenticate/faulty",
-        "clientID": CLIENT_ID,
-        "clientSecret": CLIENT_SECRET,
-        "customProperties": {"dpop": "yes"},
-    }
+    block = faulty_block(fault_server, dpop="yes")
     with pytest.raises(ConfigurationError, match=r"customProperties\.dpop"):
         make_app({"faulty": block})
 
 
 def test_a_dpop_provider_takes_no_posted_code(make_app: MakeApp, fault_server: FaultServer) -> None:
-    block = {
-        "accessTokenURL": f"{fault_server.url}/token",
-        "apiURL": f"{fault_server.url}/userinfo",
-        "redirectURL": "/authenticate/spa",
-        "clientID": CLIENT_ID,
-        "clientSecret": CLIENT_SECRET,
-        "customProperties": {"dpop": "true"},
-    }
+    block = plain_block(fault_server, "spa", dpop="true")
     app = make_app({"spa": block})
     answer = app.test_client().post(
         "/authenticate/spa", json={"code": "c", "code_verifier": "v" * 43}

@@ -9,7 +9,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 from fault_server import Behaviour, FaultServer
-from helpers import CLIENT_ID, CLIENT_SECRET, MakeApp, callback_path
+from helpers import CLIENT_ID, CLIENT_SECRET, MakeApp, callback_path, faulty_block
 from oidc_provider_server import OidcProviderServer
 
 from flask_social_oauth2.errors import ConfigurationError
@@ -98,15 +98,7 @@ def test_a_failing_push_is_a_502_and_never_a_plain_redirect(
     make_app: MakeApp, fault_server: FaultServer, behaviour: Behaviour, status: int
 ) -> None:
     fault_server.set("/par", behaviour)
-    block = {
-        "authorizationURL": f"{fault_server.url}/authorize",
-        "accessTokenURL": f"{fault_server.url}/token",
-        "apiURL": f"{fault_server.url}/userinfo",
-        "redirectURL": "/authenticate/faulty",
-        "clientID": CLIENT_ID,
-        "clientSecret": CLIENT_SECRET,
-        "customProperties": {"pushedAuthorizationURL": f"{fault_server.url}/par"},
-    }
+    block = faulty_block(fault_server, pushedAuthorizationURL=f"{fault_server.url}/par")
     app = make_app({"faulty": block}, SOCIAL_OAUTH2_TIMEOUT=1)
     answer = app.test_client().get("/authenticate/faulty")
     assert answer.status_code == status
@@ -159,15 +151,7 @@ def test_a_configured_par_endpoint_without_metadata(
 
 
 def test_par_required_without_an_endpoint(make_app: MakeApp, fault_server: FaultServer) -> None:
-    block = {
-        "authorizationURL": f"{fault_server.url}/authorize",
-        "accessTokenURL": f"{fault_server.url}/token",
-        "apiURL": f"{fault_server.url}/userinfo",
-        "redirectURL": "/authenticate/faulty",
-        "clientID": CLIENT_ID,
-        "clientSecret": CLIENT_SECRET,
-        "customProperties": {"pushedAuthorization": "required"},
-    }
+    block = faulty_block(fault_server, pushedAuthorization="required")
     with pytest.raises(ConfigurationError, match="no pushedAuthorizationURL and no issuer"):
         make_app({"faulty": block})
     with pytest.raises(ConfigurationError, match="must be one of auto, required, off"):

@@ -351,9 +351,14 @@ class OAuth2Provider(SocialProvider):
 
         response = self._post_to_token_endpoint("token request", body, dpop_key=dpop_key)
         if dpop_key is None:
-            return self.parse_token_response(response)
+            return self.received_token(self.parse_token_response(response))
         info = flow.parse_token_response(self.name, response, dpop=True)
-        return dataclasses.replace(info, dpop_key=dpop_key.export())
+        return self.received_token(dataclasses.replace(info, dpop_key=dpop_key.export()))
+
+    def received_token(self, info: OAuth2Info) -> OAuth2Info:
+        """The answer of the code exchange as the sign-in keeps it: ``info``, unless a provider
+        adds what its later requests need (e.g. the data centre or device the callback named)."""
+        return info
 
     def _post_to_token_endpoint(
         self, step: str, body: BodyWith, url: str | None = None, *, dpop_key: DPoPKey | None = None

@@ -205,17 +205,7 @@ class BuiltinProvider(OAuth2Provider):
         own = (self.settings.access_token_url, *where.servers, *listed)
         return frozenset(origin_of(url) for url in own)
 
-    def exchange_code(
-        self,
-        code: str,
-        *,
-        redirect_uri: str,
-        verifier: str | None,
-        dpop_key: DPoPKey | None = None,
-    ) -> OAuth2Info:
-        info = super().exchange_code(
-            code, redirect_uri=redirect_uri, verifier=verifier, dpop_key=dpop_key
-        )
+    def received_token(self, info: OAuth2Info) -> OAuth2Info:
         where = self.facts.callback_token_server
         server = self.token_server("token request")
         if where is not None and server is not None:

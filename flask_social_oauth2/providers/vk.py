@@ -12,7 +12,6 @@ from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from flask import has_request_context, request
 
-from ..dpop import DPoPKey
 from ..errors import InvalidCallbackError, ProfileRetrievalError
 from ..flow import safe_error_code
 from ..profile_fields import ProfileFields, first_text
@@ -121,18 +120,9 @@ class VKProvider(BuiltinProvider):
             raise InvalidCallbackError(self.name, f"callback's {DEVICE_ID!r} is malformed")
         return named
 
-    def exchange_code(
-        self,
-        code: str,
-        *,
-        redirect_uri: str,
-        verifier: str | None,
-        dpop_key: DPoPKey | None = None,
-    ) -> OAuth2Info:
+    def received_token(self, info: OAuth2Info) -> OAuth2Info:
         device = self.callback_device_id()
-        info = super().exchange_code(
-            code, redirect_uri=redirect_uri, verifier=verifier, dpop_key=dpop_key
-        )
+        info = super().received_token(info)
         if device is None:
             return info
         return dataclasses.replace(info, params={**info.params, DEVICE_ID: device})

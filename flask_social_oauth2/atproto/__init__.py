@@ -4,11 +4,13 @@ to the account's DID document, PDS and OAuth authorization server, every fetch S
 - :mod:`.addresses`: which IP addresses a fetch may reach;
 - :mod:`.fetch`: the guarded GET (:class:`GuardedFetcher`);
 - :mod:`.syntax`: handle and DID syntax;
+- :mod:`.dns_txt`: the DNS method of handle resolution (:class:`DnsTxtLookup`);
 - :mod:`.identity`: handle -> DID -> DID document, checked both ways;
 - :mod:`.oauth`: PDS -> authorization server -> its metadata;
 - :mod:`.resolver`: the whole chain (:func:`resolve`).
 """
 
+from .dns_txt import DnsTxtLookup, TxtLookup
 from .fetch import DEFAULT_MAX_BYTES, DEFAULT_TIMEOUT, Fetcher, GuardedFetcher
 from .identity import (
     DEFAULT_PLC_URL,
@@ -32,9 +34,11 @@ __all__ = [
     "DEFAULT_TIMEOUT",
     "AuthorizationServerMetadata",
     "DidDocument",
+    "DnsTxtLookup",
     "Fetcher",
     "GuardedFetcher",
     "Resolved",
+    "TxtLookup",
     "authorization_server_metadata",
     "is_did",
     "normalize_did",

@@ -2,10 +2,9 @@
 name each other (https://atproto.com/specs/handle, https://atproto.com/specs/did).
 
 Handles resolve through an XRPC resolver service when one is configured
-(``com.atproto.identity.resolveHandle``), else through ``https://<handle>/.well-known/atproto-did``.
-The spec's other method, the DNS TXT record ``_atproto.<handle>``, is not tried: the standard
-library cannot query TXT records, and a DNS library would be a new dependency for a method that a
-resolver service covers (Bluesky's own ``https://bsky.social`` answers for every handle).
+(``com.atproto.identity.resolveHandle``), else through ``https://<handle>/.well-known/atproto-did``
+and, when that gives no DID, the spec's other method: the DNS TXT record ``_atproto.<handle>``
+(:mod:`.dns_txt`; custom-domain handles often have only that).
 """
 
 from __future__ import annotations
@@ -16,6 +15,7 @@ from urllib.parse import quote
 
 from ..errors import InvalidIdentifierError, ResolutionError
 from ..urls import is_loopback_host, split_absolute_url
+from .dns_txt import TxtLookup, did_from_txt
 from .fetch import Fetcher
 from .syntax import did_web_host, normalize_did, normalize_handle
 
@@ -41,9 +41,17 @@ class DidDocument:
     pds: str | None
 
 
-def resolve_handle(handle: str, *, fetch: Fetcher, resolver_url: str | None = None) -> str:
+def resolve_handle(
+    handle: str,
+    *,
+    fetch: Fetcher,
+    resolver_url: str | None = None,
+    dns: TxtLookup | None = None,
+) -> str:
     """The DID ``handle`` claims to be, through ``resolver_url``'s
-    ``com.atproto.identity.resolveHandle``, else ``https://<handle>/.well-known/atproto-did``.
+    ``com.atproto.identity.resolveHandle``, else ``https://<handle>/.well-known/atproto-did``,
+    and when that fails, the ``did=`` TXT record of ``_atproto.<handle>`` through ``dns``
+    (no DNS method without it).
 
     The answer is only the handle's claim: :func:`verify_handle` checks that the DID's
     document claims the handle back.
@@ -70,11 +78,7 @@ def resolve_handle(handle: str, *, fetch: Fetcher, resolver_url: str | None = No
         try:
             did = fetch.text(f"https://{handle}/.well-known/atproto-did").strip()
         except ResolutionError as failure:
-            if failure.http_status == 404:
-                raise InvalidIdentifierError(
-                    "handle_not_found", f"{handle!r} names no DID"
-                ) from None
-            raise
+            did = _did_from_dns(handle, dns, failure)
     if not isinstance(did, str):
         raise ResolutionError("bad_did", f"the handle {handle!r} resolved to no DID")
     try:
@@ -83,6 +87,30 @@ def resolve_handle(handle: str, *, fetch: Fetcher, resolver_url: str | None = No
         raise ResolutionError(
             "bad_did", f"the handle {handle!r} resolved to something that is not a DID"
         ) from None
+
+
+def _did_from_dns(handle: str, dns: TxtLookup | None, failure: ResolutionError) -> str:
+    """The DID of ``handle``'s TXT record, after the HTTPS method failed with ``failure``.
+
+    :raises InvalidIdentifierError: neither method knows the handle.
+    :raises ResolutionError: ``failure`` (chained to a DNS failure if there was one), or
+        ``"ambiguous_dns"``.
+    """
+    claim: str | None = None
+    if dns is not None:
+        try:
+            claim = did_from_txt(handle, dns(f"_atproto.{handle}"))
+        except ResolutionError as dns_failure:
+            if dns_failure.reason == "ambiguous_dns":
+                raise
+            raise failure from dns_failure
+    if claim is not None:
+        return claim
+    # no DID by either method where the handle's host has no web server: a handle that does
+    # not exist, the user's input at fault
+    if failure.http_status == 404 or (dns is not None and failure.reason == "dns"):
+        raise InvalidIdentifierError("handle_not_found", f"{handle!r} names no DID") from None
+    raise failure
 
 
 def resolve_did(did: str, *, fetch: Fetcher, plc_url: str = DEFAULT_PLC_URL) -> DidDocument:

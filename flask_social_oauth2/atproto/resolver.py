@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import ResolutionError
+from .dns_txt import TxtLookup
 from .fetch import Fetcher, GuardedFetcher
 from .identity import DEFAULT_PLC_URL, DidDocument, resolve_did, resolve_handle, verify_handle
 from .oauth import (
@@ -42,6 +43,7 @@ def resolve(
     plc_url: str = DEFAULT_PLC_URL,
     allow_loopback: bool = False,
     fetch: Fetcher | None = None,
+    dns: TxtLookup | None = None,
 ) -> Resolved:
     """Resolve what a user typed to sign in with.
 
@@ -57,6 +59,8 @@ def resolve(
     :param allow_loopback: Allow ``http`` to loopback servers (development and tests only).
     :param fetch: The fetch to use (default: a :class:`~.fetch.GuardedFetcher` with
         ``allow_loopback``).
+    :param dns: The TXT lookup of the DNS method when the HTTPS method gives no DID
+        (:class:`~.dns_txt.DnsTxtLookup`); ``None``: no DNS method.
     :raises InvalidIdentifierError: (400) the input is no handle or DID, or an unknown handle.
     :raises ResolutionError: (502, 504) any step failed or answered something invalid.
     """
@@ -65,10 +69,10 @@ def resolve(
     handle: str | None
     if is_did(handle_or_did):
         document = resolve_did(handle_or_did, fetch=fetch, plc_url=plc_url)
-        handle = _verified_handle(document, fetch, resolver_url)
+        handle = _verified_handle(document, fetch, resolver_url, dns)
     else:
         handle = normalize_handle(handle_or_did, allow_loopback=fetch.allow_loopback)
-        did = resolve_handle(handle, fetch=fetch, resolver_url=resolver_url)
+        did = resolve_handle(handle, fetch=fetch, resolver_url=resolver_url, dns=dns)
         document = resolve_did(did, fetch=fetch, plc_url=plc_url)
         verify_handle(handle, document)
     if document.pds is None:
@@ -80,13 +84,15 @@ def resolve(
     )
 
 
-def _verified_handle(document: DidDocument, fetch: Fetcher, resolver_url: str | None) -> str | None:
+def _verified_handle(
+    document: DidDocument, fetch: Fetcher, resolver_url: str | None, dns: TxtLookup | None
+) -> str | None:
     """The document's handle (the first in ``alsoKnownAs``, as the spec says) if it resolves
     back to the document's DID; else ``None``: the spec shows such an account by its DID."""
     if not document.handles:
         return None
     try:
-        did = resolve_handle(document.handles[0], fetch=fetch, resolver_url=resolver_url)
+        did = resolve_handle(document.handles[0], fetch=fetch, resolver_url=resolver_url, dns=dns)
     except ResolutionError:
         return None
     return document.handles[0] if did == document.did else None

@@ -58,7 +58,9 @@ FACTS: Final = ProviderFacts(
 Sign in with Bluesky, or with any AT Protocol account. The sign-in starts at
 `/authenticate/bluesky?handle=alice.bsky.social` (a handle or a DID, e.g. from a small form of
 your own): the handle resolves to its DID (`customProperties.handleResolver`, an XRPC service
-answering `com.atproto.identity.resolveHandle`; default `https://<handle>/.well-known/atproto-did`),
+answering `com.atproto.identity.resolveHandle`; default `https://<handle>/.well-known/atproto-did`,
+then the DNS TXT record `_atproto.<handle>` through the system's resolvers or
+`customProperties.dnsResolver`, an IP address with an optional port),
 the DID to its document (did:plc through `customProperties.plcURL`, default
 `https://plc.directory`; did:web), checked both ways, then its PDS and the PDS's authorization
 server. Without a handle the flow starts at the authorization server at the origin of
@@ -115,6 +117,14 @@ class BlueskyProvider(BuiltinProvider):
             problems.append(
                 ConfigurationProblem(None, "authorizationURL", "is required (the entryway)")
             )
+        nameserver = settings.custom_properties.get("dnsResolver")
+        if nameserver is not None:
+            try:
+                atproto.DnsTxtLookup(nameserver)
+            except ValueError as wrong:
+                problems.append(
+                    ConfigurationProblem(None, "customProperties.dnsResolver", str(wrong))
+                )
         return problems
 
     @property
@@ -142,6 +152,7 @@ class BlueskyProvider(BuiltinProvider):
             resolver_url=properties.get("handleResolver"),
             plc_url=properties.get("plcURL", atproto.DEFAULT_PLC_URL),
             fetch=self._fetcher(),
+            dns=atproto.DnsTxtLookup(properties.get("dnsResolver")),
         )
 
     # -- the flow ----------------------------------------------------------------------------

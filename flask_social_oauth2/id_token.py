@@ -19,9 +19,10 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final
 
 from . import discovery
-from .discovery import ProviderMetadata, Source
+from .discovery import Source
 from .errors import ConfigurationProblem, DiscoveryError, IdTokenError
 from .flow import safe_error_code
+from .provider_metadata import ProviderMetadata, expected_token_issuer
 from .settings import OAuth2Info, OAuth2Settings
 
 if TYPE_CHECKING:
@@ -283,7 +284,7 @@ def check_claims(
     ):
         raise IdTokenError(provider, "id_token claim 'aud' is not valid")
     issuer = claims["iss"]
-    if issuer != discovery.expected_token_issuer(metadata, claims) and issuer not in extra_issuers:
+    if issuer != expected_token_issuer(metadata, claims) and issuer not in extra_issuers:
         raise IdTokenError(provider, "id_token iss is not the provider's issuer")
     client_id = settings.client_id
     audiences = [audience] if isinstance(audience, str) else list(audience)

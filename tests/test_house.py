@@ -113,7 +113,7 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     ("sign_in",),
     ("id_token", "revocation", "runtime", "par"),
     ("discovery", "flow", "social_provider", "profile_fields", "callback", "tokens"),
-    ("document_cache", "state_cookie", "config", "local_idp"),
+    ("document_cache", "state_cookie", "config", "local_idp", "provider_metadata"),
     ("yaml_file",),
     ("http_client", "client_auth", "atproto"),
     ("settings", "deadline", "provider_response", "dpop"),

@@ -53,6 +53,7 @@ from flask_social_oauth2.errors import (
     StateError,
 )
 
+from . import bluesky
 from .access_log import hide_callback_queries
 from .users import Users
 
@@ -72,6 +73,7 @@ API_CALLS: Final[Mapping[str, str]] = {
     "local-two": "me",
     "github": "user",
     "google": "https://openidconnect.googleapis.com/v1/userinfo",
+    "bluesky": "xrpc/com.atproto.server.getSession",  # on the account's own PDS
 }
 _VARIABLE: Final = re.compile(r"\$\{([^}]*)\}")
 _LABELS: Final[Mapping[str, tuple[str, str]]] = {
@@ -82,12 +84,14 @@ _LABELS: Final[Mapping[str, tuple[str, str]]] = {
         "A single-page app's flow: PKCE made with WebCrypto, the code POSTed as JSON",
     ),
     "apple": ("Apple", "Your Apple Account (or the local Apple-like server)"),
+    "bluesky": ("Bluesky", "Your Bluesky handle, or that of any AT Protocol account"),
     "github": ("GitHub", "Your GitHub account"),
     "google": ("Google", "Your Google account"),
 }
 _PROFILE_FIELDS: Final = (
     ("provider_id", "Provider"),
     ("provider_key", "Provider key (user id)"),
+    ("username", "Username"),
     ("full_name", "Full name"),
     ("first_name", "First name"),
     ("last_name", "Last name"),
@@ -179,11 +183,12 @@ def create_app(
 
     :param environ: Variables for the ``${VAR}`` references of ``providers.yaml``, on top of
         ``os.environ`` (``python -m example_app`` passes the local identity provider's
-        ``LOCAL_IDP_URL`` and ``LOCAL_IDP_CLIENT_SECRET`` this way).
+        ``LOCAL_IDP_URL`` and ``LOCAL_IDP_CLIENT_SECRET`` this way), both on top of
+        :data:`~example_app.bluesky.DEFAULT_VARIABLES`.
     :param config: Flask configuration applied last, e.g. ``TRUSTED_HOSTS``.
     :raises ConfigurationError: when an enabled provider block is invalid.
     """
-    variables = {**os.environ, **(environ or {})}
+    variables = {**bluesky.DEFAULT_VARIABLES, **os.environ, **(environ or {})}
     enabled, missing = select_blocks(load_yaml_blocks(PROVIDERS_FILE), variables)
     app = Flask(__name__, instance_path=variables.get("EXAMPLE_INSTANCE_PATH") or None)
     app.config.update(
@@ -231,9 +236,10 @@ def _make_nonce() -> None:
 
 def _security_headers(response: Response) -> Response:
     nonce = g.get("csp_nonce", "")
+    forms = "'self'" + g.get("form_action_sources", "")
     response.headers.setdefault(
         "Content-Security-Policy",
-        f"default-src 'none'; style-src 'nonce-{nonce}'; img-src 'self'; form-action 'self';"
+        f"default-src 'none'; style-src 'nonce-{nonce}'; img-src 'self'; form-action {forms};"
         " frame-ancestors 'none'; base-uri 'none'",
     )
     response.headers.setdefault("Referrer-Policy", "no-referrer")
@@ -266,13 +272,18 @@ def index() -> ResponseReturnValue:
     enabled = [
         ProviderChoice(name, *_label(name), client_side=provider.settings.authorization_url is None)
         for name, provider in social.providers.items()
+        if name != bluesky.PROVIDER  # a form, not a link
     ]
     disabled = [
         ProviderChoice(name, *_label(name), missing=variables)
         for name, variables in current_app.config["EXAMPLE_DISABLED_PROVIDERS"].items()
     ]
     return _render(
-        "signin.html", enabled=enabled, disabled=disabled, notices=get_flashed_messages()
+        "signin.html",
+        enabled=enabled,
+        disabled=disabled,
+        notices=get_flashed_messages(),
+        handle_form=_handle_form(),
     )
 
 
@@ -318,7 +329,13 @@ def profile(api_answer: ApiAnswer | None = None) -> ResponseReturnValue:
     data = session.get(PROFILE_KEY)
     if not isinstance(data, dict):
         return redirect(url_for(".index"))
-    name = data.get("full_name") or data.get("email") or data.get("provider_key") or "?"
+    name = (
+        data.get("full_name")
+        or data.get("email")
+        or data.get("username")  # a Bluesky handle: no e-mail address is shared
+        or data.get("provider_key")
+        or "?"
+    )
     initials = "".join(part[0] for part in str(name).split()[:2]).upper()
     hue = int(hashlib.sha256(str(data.get("provider_key")).encode()).hexdigest()[:2], 16) % 8
     return _render(
@@ -328,11 +345,22 @@ def profile(api_answer: ApiAnswer | None = None) -> ResponseReturnValue:
         hue=hue,
         provider_label=_label(str(data.get("provider_id")))[0],
         email=data.get("email"),
+        handle=_shown_handle(data, str(name)),
         rows=[(label, data.get(key)) for key, label in _PROFILE_FIELDS],
         csrf_token=_csrf_token(),
         account=_account(),
+        handle_form=_handle_form(),
         api_answer=api_answer,
     )
+
+
+def _shown_handle(data: Mapping[str, Any], name: str) -> str | None:
+    """``@username`` under the name, for a profile without an e-mail address (a Bluesky
+    handle), unless it is the name shown already."""
+    username = data.get("username")
+    if not username or data.get("email") or username == name:
+        return None
+    return f"@{username}"
 
 
 @bp.post("/sign-out")
@@ -457,14 +485,27 @@ def _account() -> dict[str, Any] | None:
     can_link = [
         ProviderChoice(name, *_label(name))
         for name, provider in social.providers.items()
-        if name not in linked and provider.settings.authorization_url is not None
+        if name not in linked
+        and name != bluesky.PROVIDER  # a form, not a link
+        and provider.settings.authorization_url is not None
     ]
     return {
         "name": current_user.name,
         "identities": identities,
         "can_link": can_link,
+        "can_link_bluesky": bluesky.PROVIDER in social.providers and bluesky.PROVIDER not in linked,
         "notices": get_flashed_messages(),
     }
+
+
+def _handle_form() -> bluesky.HandleForm | None:
+    """The Bluesky handle form, when the block is configured; its redirect to the account's
+    server is allowed by the page's Content-Security-Policy."""
+    social = _social()
+    form = bluesky.handle_form(social, request)
+    if form is not None:
+        g.form_action_sources = bluesky.form_action_sources(social)
+    return form
 
 
 def _owns(provider: str, key: str) -> bool:

@@ -89,6 +89,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(f"  Apple (local)       {running.apple.url}/  (signs in as Ada Lovelace)")
                 port = urlsplit(running.url).port
                 print(f"                      open http://localhost:{port}/ for it (cross-site)")
+            if "bluesky" in enabled:
+                bluesky = running.app.extensions["social_oauth2"].providers["bluesky"]
+                server = urlsplit(bluesky.settings.authorization_url or "").netloc
+                print(f"  Bluesky             type your handle on the sign-in page ({server})")
             print(f"  providers           {', '.join(enabled)}")
             for name, variables in disabled.items():
                 print(f"  {name + ' (off)':19} set {', '.join(variables)} to turn it on")

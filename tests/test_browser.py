@@ -20,6 +20,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
+from atproto_server import AtprotoServer
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -277,3 +278,103 @@ def test_link_call_the_api_across_a_refresh_unlink_and_sign_out(page: Page) -> N
         assert page.hosts <= {app_host, *providers}, sorted(page.hosts)
         errors = [text for text in page.console_errors if not text.startswith("Failed to load")]
         assert errors == [], errors
+
+
+def bluesky_environ(server: AtprotoServer) -> dict[str, str]:
+    """The example's Bluesky variables for the local PDS (its handles resolve through it)."""
+    return {
+        "BLUESKY_ENTRYWAY": server.pds_url,
+        "BLUESKY_PLC_URL": server.plc_url,
+        "BLUESKY_ALLOW_LOOPBACK": "true",
+    }
+
+
+def bluesky_to_consent(page: Page, example: RunningExample, server: AtprotoServer) -> Any:
+    """Type alice.test into the example's handle form and sign in on the PDS's own sign-in page
+    (a React app: found by roles and labels); returns its consent page's Authorize button."""
+    browser_page = page.page
+    browser_page.goto(example.url)
+    browser_page.get_by_role("textbox", name="Sign in with Bluesky").fill("alice.test")
+    page.shot("bluesky-1-handle-form")
+    browser_page.get_by_role("button", name="Continue").click()
+    browser_page.wait_for_url(f"{server.pds_url}/oauth/authorize?*")
+    # The handle arrived as login_hint: the account is filled in.
+    username = browser_page.get_by_role("textbox", name="Username or Email")
+    assert username.input_value() == "alice.test"
+    password = browser_page.get_by_role("textbox", name="Password", exact=True)
+    password.fill(server.accounts["alice.test"].password)
+    page.shot("bluesky-2-pds-sign-in")
+    browser_page.get_by_role("button", name="Sign in", exact=True).click()
+    authorize = browser_page.get_by_role("button", name="Authorize", exact=True)
+    authorize.wait_for()
+    assert "Grant access to your account:alice.test" in (browser_page.text_content("body") or "")
+    page.shot("bluesky-3-pds-consent")
+    return authorize
+
+
+@pytest.mark.atproto
+def test_sign_in_with_bluesky_through_the_handle_form(
+    page: Page, atproto_server: AtprotoServer
+) -> None:
+    """The example's handle form against the real AT Protocol PDS on loopback: type alice.test,
+    sign in and consent on the PDS's own pages, land on the account page as alice.test, call
+    the API (getSession on her PDS, with the DPoP-bound token), link the local provider to the
+    same user, sign out."""
+    alice = atproto_server.accounts["alice.test"]
+    with run_example(0, 0, environ=bluesky_environ(atproto_server)) as example:
+        browser_page = page.page
+        bluesky_to_consent(page, example, atproto_server).click()
+
+        browser_page.wait_for_url(f"{example.url}profile")
+        assert browser_page.text_content("#name") == "alice.test"
+        assert "Signed in with Bluesky" in (browser_page.text_content("main") or "")
+        assert "Your sign-ins (alice.test)" in (browser_page.text_content("main") or "")
+        assert alice.did in (browser_page.text_content("#identity-bluesky") or "")
+        table = browser_page.text_content("#profile") or ""
+        assert alice.did in table
+        assert "alice.test" in table
+        page.shot("bluesky-4-signed-in")
+
+        browser_page.click("#call-bluesky")
+        browser_page.wait_for_selector("#api-answer")
+        assert browser_page.text_content("#api-status") == "200"
+        body = browser_page.text_content("#api-body") or ""
+        assert f'"did": "{alice.did}"' in body
+        assert '"handle": "alice.test"' in body
+        page.shot("bluesky-5-api")
+
+        browser_page.click("#link-local")  # another provider, linked to the same user
+        browser_page.fill("#name", "Alice Liddell")
+        browser_page.fill("#email", "alice@example.test")
+        browser_page.click("#approve")
+        browser_page.wait_for_url(f"{example.url}profile")
+        assert browser_page.is_visible("#identity-bluesky")
+        assert browser_page.is_visible("#identity-local")
+        assert "Your sign-ins (alice.test)" in (browser_page.text_content("main") or "")
+        page.shot("bluesky-6-linked")
+
+        browser_page.click("#sign-out")
+        browser_page.wait_for_url(example.url)
+        assert browser_page.text_content("h1") == "Sign in"
+        app_host = urlsplit(example.url).netloc
+        servers = {urlsplit(url).netloc for url in (example.idp.url, atproto_server.pds_url)}
+        assert page.hosts <= {app_host, *servers}, sorted(page.hosts)
+
+
+@pytest.mark.atproto
+def test_denying_access_on_the_pds_shows_the_cancelled_page(
+    page: Page, atproto_server: AtprotoServer
+) -> None:
+    with run_example(0, 0, environ=bluesky_environ(atproto_server)) as example:
+        browser_page = page.page
+        bluesky_to_consent(page, example, atproto_server)
+        with browser_page.expect_response(lambda r: "/authenticate/bluesky?" in r.url) as answer:
+            browser_page.get_by_role("button", name="Deny access").click()
+        assert answer.value.status == 403
+        browser_page.wait_for_selector("#error-message")
+        assert browser_page.text_content("#error-title") == "Sign-in cancelled"
+        assert "cancelled or refused" in (browser_page.text_content("#error-message") or "")
+        page.shot("bluesky-denied")
+        browser_page.click("#back")
+        browser_page.wait_for_url(example.url)
+        assert browser_page.is_visible("#bluesky-form")

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 import requests
+from atproto_server import AtprotoServer, sign_in_and_consent
 from flask import Flask
 from flask.testing import FlaskClient
 from helpers import callback_path, child_process, follow_to_provider, query_of, stop_process
@@ -28,6 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from example_app import PROVIDERS_FILE, create_app, select_blocks
 from example_app.__main__ import main as example_main
+from example_app.bluesky import DEFAULT_VARIABLES
 from example_app.serve import APPLE_USER, CLIENT_ID, run_example
 from flask_social_oauth2.cli import social_cli
 from flask_social_oauth2.config import load_yaml_blocks
@@ -53,6 +55,9 @@ def no_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
         "LOCAL_IDP2_URL",
         "LOCAL_IDP2_CLIENT_SECRET",
         "EXAMPLE_SECRET_KEY",
+        "BLUESKY_ENTRYWAY",
+        "BLUESKY_PLC_URL",
+        "BLUESKY_ALLOW_LOOPBACK",
     ):
         monkeypatch.delenv(name, raising=False)
 
@@ -79,13 +84,16 @@ def csrf_token(client: FlaskClient) -> str:
 
 def test_blocks_turn_on_only_when_their_variables_are_set() -> None:
     blocks = load_yaml_blocks(PROVIDERS_FILE)
-    assert list(blocks) == ["local", "local-two", "local-spa", "apple", "github", "google"]
+    assert list(blocks) == [
+        "local", "local-two", "local-spa", "bluesky", "apple", "github", "google"
+    ]  # fmt: skip
     enabled, missing = select_blocks(blocks, {})
     assert enabled == {}
     assert missing == {
         "local": ("LOCAL_IDP_CLIENT_SECRET", "LOCAL_IDP_URL"),
         "local-two": ("LOCAL_IDP2_CLIENT_SECRET", "LOCAL_IDP2_URL"),
         "local-spa": ("LOCAL_IDP_CLIENT_SECRET", "LOCAL_IDP_URL"),
+        "bluesky": ("BLUESKY_ALLOW_LOOPBACK", "BLUESKY_ENTRYWAY", "BLUESKY_PLC_URL"),
         "apple": (
             "APPLE_KEY_ID",
             "APPLE_PRIVATE_KEY",
@@ -99,7 +107,7 @@ def test_blocks_turn_on_only_when_their_variables_are_set() -> None:
     enabled, missing = select_blocks(blocks, GITHUB)
     assert list(enabled) == ["github"]
     assert enabled["github"]["clientSecret"] == "gh-secret-value"
-    assert list(missing) == ["local", "local-two", "local-spa", "apple", "google"]
+    assert list(missing) == ["local", "local-two", "local-spa", "bluesky", "apple", "google"]
 
 
 def test_a_bad_variable_reference_is_a_configuration_error() -> None:
@@ -118,7 +126,9 @@ def test_the_local_blocks_use_the_client_the_runner_registers() -> None:
 def test_github_and_google_blocks_are_valid_when_their_variables_are_set() -> None:
     app = create_app({**GITHUB, "GOOGLE_CLIENT_ID": "g", "GOOGLE_CLIENT_SECRET": "gs"})
     providers = app.extensions["social_oauth2"].providers
-    assert [type(p).__name__ for p in providers.values()] == ["GitHubProvider", "GoogleProvider"]
+    assert [type(p).__name__ for p in providers.values()] == [
+        "BlueskyProvider", "GitHubProvider", "GoogleProvider"
+    ]  # fmt: skip
 
 
 # -- pages ---------------------------------------------------------------------------------------
@@ -142,10 +152,14 @@ def test_the_sign_in_page_lists_providers_and_what_turns_the_others_on() -> None
     assert not re.search(r'(src|href|action)="(?!/)', page), "the page refers to another site"
 
 
-def test_without_any_provider_the_page_says_how_to_start_the_example() -> None:
+def test_without_the_local_providers_the_page_says_how_to_start_the_example() -> None:
     page = create_app().test_client().get("/").get_data(as_text=True)
-    assert "No provider is configured" in page
+    assert "No local identity provider is running." in page
     assert "python -m example_app" in page
+    assert 'id="bluesky-form"' in page  # Bluesky needs no variable: on by default
+    without = create_app(config={"SOCIAL_OAUTH2_PROVIDERS": {}}).test_client().get("/")
+    assert "No provider is configured." in without.get_data(as_text=True)
+    assert 'id="bluesky-form"' not in without.get_data(as_text=True)
 
 
 def test_the_client_side_page_gets_what_its_script_needs(
@@ -240,7 +254,7 @@ def test_flask_social_commands_on_the_example() -> None:
         runner = running.app.test_cli_runner()
         check = runner.invoke(social_cli, ["check"])
         assert check.exit_code == 0, check.output
-        assert check.stdout == "ok: 3 providers (local, local-two, local-spa)\n"
+        assert check.stdout == "ok: 4 providers (local, local-two, local-spa, bluesky)\n"
         listing = runner.invoke(social_cli, ["providers"]).stdout
         assert f"  redirect URL:   {running.url}authenticate/local\n" in listing
         assert f"  profile:        {running.idp.userinfo_url}\n" in listing
@@ -301,6 +315,7 @@ def test_python_m_example_app_prints_where_to_go_and_serves() -> None:
         assert match is not None, output
         assert re.search(r"identity provider\s+http://127\.0\.0\.1:\d+/", output)
         assert "github (off)        set GITHUB_CLIENT_ID, GITHUB_CLIENT_SECRET" in output
+        assert "Bluesky             type your handle on the sign-in page (bsky.social)" in output
         page = requests.get(match.group(1), timeout=10)
         assert 'id="provider-local"' in page.text
         stop_process(process)
@@ -530,3 +545,133 @@ def test_unlinking_the_last_identity_signs_out(
     assert "it was your last sign-in, so you are signed out." in done.get_data(as_text=True)
     assert len(idp.revocation_requests) == 1
     assert client.get("/profile").headers["Location"] == "/"
+
+
+# -- Sign in with Bluesky: the handle form ------------------------------------------------------
+
+LOOPBACK_APP = "http://127.0.0.1:5000"
+
+
+def test_bluesky_is_on_by_default_with_the_loopback_client_and_bluesky_services() -> None:
+    app = create_app()
+    settings = app.extensions["social_oauth2"].providers["bluesky"].settings
+    assert settings.authorization_url == "https://bsky.social/oauth/authorize"
+    assert settings.access_token_url == "https://bsky.social/oauth/token"
+    assert settings.client_id == "http://localhost"
+    assert settings.custom_properties == {
+        "handleResolver": "https://bsky.social",
+        "plcURL": "https://plc.directory",
+        "allowLoopback": "false",
+    }
+    assert DEFAULT_VARIABLES["BLUESKY_ENTRYWAY"] == "https://bsky.social"
+    moved = create_app(
+        {"BLUESKY_ENTRYWAY": "http://localhost:2583", "BLUESKY_ALLOW_LOOPBACK": "true"}
+    )
+    settings = moved.extensions["social_oauth2"].providers["bluesky"].settings
+    assert settings.authorization_url == "http://localhost:2583/oauth/authorize"
+    assert settings.custom_properties["handleResolver"] == "http://localhost:2583"
+
+
+def test_the_sign_in_page_has_the_handle_form_and_lets_it_reach_the_accounts_server() -> None:
+    client = create_app().test_client()
+    response = client.get("/", base_url=LOOPBACK_APP)
+    page = response.get_data(as_text=True)
+    assert response.status_code == 200
+    form = re.search(r'<form class="handle-form" id="bluesky-form" (.*?)</form>', page, re.S)
+    assert form is not None, page
+    assert 'method="get"' in form.group(1)
+    assert 'action="/authenticate/bluesky"' in form.group(1)
+    assert 'name="handle"' in form.group(1)
+    assert '<input type="hidden" name="next" value="/profile">' in form.group(1)
+    assert "choose your account at bsky.social" in form.group(1)
+    assert 'id="provider-bluesky"' not in page  # a form, not a link
+    assert 'id="bluesky-host"' not in page
+    # The browser follows the form's redirect to the account's server: form-action allows it.
+    assert "form-action 'self' https:;" in response.headers["Content-Security-Policy"]
+    elsewhere = client.get("/", base_url="http://localhost:5000").get_data(as_text=True)
+    assert "open <code>http://127.0.0.1:5000/</code> instead" in elsewhere
+
+
+def test_a_garbage_handle_shows_the_error_page_without_leaving_the_machine() -> None:
+    """The handle's syntax is checked before any fetch: no network is needed for the 400."""
+    client = create_app().test_client()
+    for handle in ("not a handle", "alice..bsky.social", "alice.test", "@"):
+        response = client.get(
+            "/authenticate/bluesky",
+            query_string={"handle": handle, "next": "/profile"},
+            base_url=LOOPBACK_APP,
+        )
+        page = response.get_data(as_text=True)
+        assert response.status_code == 400, (handle, page)
+        assert '<h1 id="error-title">Sign-in failed</h1>' in page
+        assert "That is not a valid handle or DID. Please check it and try again." in page
+        assert "Set-Cookie" not in response.headers
+
+
+def bluesky_environ(server: AtprotoServer) -> dict[str, str]:
+    """The example's Bluesky variables for the local PDS."""
+    return {
+        "BLUESKY_ENTRYWAY": server.pds_url,
+        "BLUESKY_PLC_URL": server.plc_url,
+        "BLUESKY_ALLOW_LOOPBACK": "true",
+    }
+
+
+@pytest.mark.atproto
+def test_a_local_user_links_bluesky_from_the_account_page_and_calls_its_pds(
+    atproto_server: AtprotoServer,
+) -> None:
+    """Bluesky identities work with the example's users like any provider's: the DID is the
+    identity's key, linked to the signed-in user, found again by the DID alone."""
+    alice = atproto_server.accounts["alice.test"]
+    with local_idp() as idp:
+        secret = secrets.token_urlsafe(16)
+        hosts = [LOOPBACK_APP.removeprefix("http://")]
+        local_idp_block(idp, "local", client_id=CLIENT_ID, client_secret=secret, hosts=hosts)
+        app = create_app(
+            {
+                "LOCAL_IDP_URL": idp.url,
+                "LOCAL_IDP_CLIENT_SECRET": secret,
+                **bluesky_environ(atproto_server),
+            },
+            {"SERVER_NAME": hosts[0]},  # the test client's requests go to 127.0.0.1:5000
+        )
+        client = app.test_client()
+        sign_in(client, "local", ADA, next="/profile")
+        page = client.get("/profile").get_data(as_text=True)
+        assert "Link a Bluesky account" in page
+        assert 'id="bluesky-form"' in page
+
+        def sign_in_with_bluesky(browser: FlaskClient) -> str:
+            started = browser.get(
+                "/authenticate/bluesky", query_string={"handle": "alice.test", "next": "/profile"}
+            )
+            assert started.status_code == 302, started.text
+            callback = sign_in_and_consent(
+                started.headers["Location"], "alice.test", alice.password
+            )
+            finished = browser.get(callback_path(callback))
+            assert finished.headers["Location"] == "/profile", finished.text
+            return browser.get("/profile").get_data(as_text=True)
+
+        page = sign_in_with_bluesky(client)
+        assert "Your sign-ins (Ada Lovelace)" in page
+        assert 'id="identity-local"' in page
+        assert 'id="identity-bluesky"' in page
+        assert alice.did in page
+        assert '<h1 id="name">alice.test</h1>' in page  # the last sign-in's profile: a handle
+        assert 'id="bluesky-form"' not in page  # linked already
+
+        call = f"/call/bluesky/{alice.did}"
+        answer = client.post(call, data=account_form(client, call))
+        text = html.unescape(answer.get_data(as_text=True))
+        assert answer.status_code == 200
+        assert 'id="api-status">200<' in text
+        assert f'"did": "{alice.did}"' in text
+        assert '"handle": "alice.test"' in text
+
+        other_browser = app.test_client()  # alice.test again: Ada's user, found by the DID
+        page = sign_in_with_bluesky(other_browser)
+        assert "Your sign-ins (Ada Lovelace)" in page
+        with app.app_context():
+            assert app.extensions["example_users"].get("2") is None

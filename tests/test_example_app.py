@@ -608,6 +608,22 @@ def test_a_garbage_handle_shows_the_error_page_without_leaving_the_machine() -> 
         assert "Set-Cookie" not in response.headers
 
 
+def test_a_profile_without_an_e_mail_address_shows_its_handle() -> None:
+    client = create_app().test_client()
+    alice = {"provider_id": "bluesky", "provider_key": "did:plc:alice", "username": "alice.test"}
+    with client.session_transaction() as session:
+        session["social_profile"] = {**alice, "full_name": "Alice"}
+    page = client.get("/profile").get_data(as_text=True)
+    assert '<h1 id="name">Alice</h1>' in page
+    assert '<p class="muted" id="handle">@alice.test</p>' in page
+    assert '<th scope="row">Username</th>\n    <td>alice.test</td>' in page
+    with client.session_transaction() as session:
+        session["social_profile"] = {**alice, "full_name": None}  # no profile record
+    page = client.get("/profile").get_data(as_text=True)
+    assert '<h1 id="name">alice.test</h1>' in page
+    assert 'id="handle"' not in page
+
+
 def bluesky_environ(server: AtprotoServer) -> dict[str, str]:
     """The example's Bluesky variables for the local PDS."""
     return {

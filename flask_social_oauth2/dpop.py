@@ -5,7 +5,9 @@ P-256, ES256). Every request that uses or obtains such a token carries a fresh p
 (:func:`proof`), a JWT signed by that key over the request's method and address. A server may
 demand that proofs repeat a nonce it chose: it answers ``use_dpop_nonce``
 (:func:`nonce_requested`) with the nonce in a ``DPoP-Nonce`` header (:func:`new_nonce`), and the
-client remembers the last one of each server (:class:`NonceStore`, :data:`nonces`).
+client remembers the last one of each server (:class:`NonceStore`, :data:`nonces`). A key
+kept with its tokens is read back with :meth:`DPoPKey.load`, once per process and key
+(:class:`KeyCache`, :data:`loaded_keys`), not once per request.
 
 joserfc does all the JOSE work; it is imported when first needed, so that importing this module
 costs nothing until DPoP is used. Nothing here knows of Flask or of HTTP clients: callers hand in
@@ -24,6 +26,7 @@ Example::
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import json
 import re
@@ -35,14 +38,19 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Final, NoReturn, TypeVar
 from urllib.parse import SplitResult, urlsplit
 
+from .www_authenticate import challenges
+
 if TYPE_CHECKING:
     from joserfc.jwk import ECKey
+    from joserfc.jws import JWSRegistry
 
 __all__ = [
     "ALGORITHM",
     "DPoPKey",
+    "KeyCache",
     "NonceStore",
     "authorization",
+    "loaded_keys",
     "new_nonce",
     "nonce_requested",
     "nonces",
@@ -78,11 +86,12 @@ class DPoPKey:
     (store :meth:`export`, encrypted, instead).
     """
 
-    __slots__ = ("_jkt", "_key", "_public")
+    __slots__ = ("_header", "_jkt", "_key", "_public")
 
     _key: ECKey
     _jkt: str
     _public: dict[str, str]
+    _header: dict[str, Any]
 
     def __init__(self, key: ECKey) -> None:
         """Wrap a joserfc private key; prefer :meth:`generate` and :meth:`load`.
@@ -96,6 +105,8 @@ class DPoPKey:
         self._key = key
         self._public = {name: str(value) for name, value in key.as_dict(private=False).items()}
         self._jkt = key.thumbprint()
+        # the protected header of every proof this key signs (RFC 9449 4.2), made once
+        self._header = {"typ": PROOF_TYPE, "alg": ALGORITHM, "jwk": dict(self._public)}
 
     @classmethod
     def generate(cls) -> DPoPKey:
@@ -106,11 +117,17 @@ class DPoPKey:
 
     @classmethod
     def load(cls, text: str) -> DPoPKey:
-        """The key that :meth:`export` wrote.
+        """The key that :meth:`export` wrote: the one this process loaded from the same text
+        lately (:data:`loaded_keys`), else read from ``text``.
 
         :raises ValueError: when ``text`` is not the JSON of an EC P-256 private JWK (the
             message never repeats ``text``).
         """
+        return loaded_keys.load(text)
+
+    @classmethod
+    def _read(cls, text: str) -> DPoPKey:
+        """:meth:`load` without the cache: ``text`` parsed and checked, the key built."""
         if not isinstance(text, str) or len(text) > _MAX_EXPORT_LENGTH:
             raise ValueError("is not an exported DPoP key")
         try:
@@ -205,10 +222,19 @@ def proof(
         claims["nonce"] = nonce
     if access_token is not None:
         claims["ath"] = access_token_hash(access_token)
-    header = {"typ": PROOF_TYPE, "alg": ALGORITHM, "jwk": key.public_jwk()}
-    from joserfc import jwt
+    payload = json.dumps(claims, separators=(",", ":")).encode("ascii")
+    from joserfc import jws
 
-    return jwt.encode(header, claims, key._key, algorithms=[ALGORITHM])
+    # the header a fresh dict (joserfc may add to it); the registry allows ES256 only
+    return jws.serialize_compact(dict(key._header), payload, key._key, registry=_registry())
+
+
+@functools.cache
+def _registry() -> JWSRegistry:
+    """The JWS registry of every proof: ES256 only, made once."""
+    from joserfc.jws import JWSRegistry
+
+    return JWSRegistry(algorithms=[ALGORITHM])
 
 
 def authorization(
@@ -338,6 +364,63 @@ class NonceStore:
 nonces: Final = NonceStore()
 
 
+class KeyCache:
+    """The DPoP keys this process loaded lately, by the SHA-256 of their export: thread-safe,
+    least recently used first out beyond ``max_keys``.
+
+    Building a key from its JWK costs more than the proof it signs; a token store hands the
+    same export back on every call of the identity's API. A kept key is no more exposed than
+    before: the process already holds the token store's key, which decrypts every stored one.
+    Its ``repr`` shows only counts.
+
+    :param max_keys: How many keys are kept.
+    """
+
+    def __init__(self, max_keys: int = 256) -> None:
+        if max_keys < 1:
+            raise ValueError("max_keys must be at least 1")
+        self.max_keys = max_keys
+        self._lock = threading.Lock()
+        self._keys: OrderedDict[bytes, DPoPKey] = OrderedDict()
+
+    def load(self, text: str) -> DPoPKey:
+        """The key of the export ``text`` (see :meth:`DPoPKey.load`); only a valid one is kept.
+
+        :raises ValueError: as :meth:`DPoPKey.load`.
+        """
+        if not isinstance(text, str) or len(text) > _MAX_EXPORT_LENGTH:
+            return DPoPKey._read(text)  # refused there, with its message
+        digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
+        with self._lock:
+            key = self._keys.get(digest)
+            if key is not None:
+                self._keys.move_to_end(digest)
+                return key
+        key = DPoPKey._read(text)  # outside the lock: two threads may both read; either is kept
+        with self._lock:
+            self._keys[digest] = key
+            self._keys.move_to_end(digest)
+            while len(self._keys) > self.max_keys:
+                self._keys.popitem(last=False)
+        return key
+
+    def clear(self) -> None:
+        """Forget every key."""
+        with self._lock:
+            self._keys.clear()
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._keys)
+
+    def __repr__(self) -> str:
+        return f"KeyCache(keys={len(self)}, max_keys={self.max_keys})"
+
+
+#: The keys this process loaded (:meth:`DPoPKey.load`).
+loaded_keys: Final = KeyCache()
+
+
 def _header(headers: Mapping[str, str], name: str) -> str | None:
     """The value of header ``name`` in ``headers``, whatever the case of its key."""
     value = headers.get(name)
@@ -414,51 +497,3 @@ def _json_error(body: bytes) -> str | None:
         return None
     error = document.get("error") if isinstance(document, dict) else None
     return error if isinstance(error, str) else None
-
-
-_TCHARS: Final = r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+"
-_QUOTED: Final = r'"(?:[^"\\]|\\.)*"'
-#: An auth-param: token BWS "=" BWS ( token / quoted-string ) (RFC 9110 11.2).
-_PARAM: Final = re.compile(rf"({_TCHARS})[ \t]*=[ \t]*(?:({_TCHARS})|({_QUOTED}))")
-#: A token68 after a scheme, when the challenge's only other content (RFC 9110 11.2).
-_TOKEN68: Final = re.compile(r"[A-Za-z0-9\-._~+/]+=*(?=[ \t]*(?:,|$))")
-_SCHEME: Final = re.compile(_TCHARS)
-_SEPARATORS: Final = re.compile(r"[ \t,]*")
-_SPACES: Final = re.compile(r"[ \t]*")
-_ESCAPE: Final = re.compile(r"\\(.)")
-
-
-def _skip(pattern: re.Pattern[str], value: str, position: int) -> int:
-    """The position after what ``pattern`` (which matches the empty string) matches there."""
-    skipped = pattern.match(value, position)
-    return position if skipped is None else skipped.end()
-
-
-def challenges(value: str) -> list[tuple[str, dict[str, str]]]:
-    """The challenges of a ``WWW-Authenticate`` value (RFC 9110 11.6.1): ``(scheme, params)``
-    pairs, the scheme and parameter names in lower case, quoted values unquoted. Parsing stops
-    at the first thing that is not a challenge; what came before it is kept."""
-    found: list[tuple[str, dict[str, str]]] = []
-    position = 0
-    while True:
-        position = _skip(_SEPARATORS, value, position)
-        scheme = _SCHEME.match(value, position)
-        if scheme is None:
-            return found
-        params: dict[str, str] = {}
-        found.append((scheme.group().lower(), params))
-        position = _skip(_SPACES, value, scheme.end())
-        if position == scheme.end() and position < len(value) and value[position] != ",":
-            return found  # a scheme runs straight into something else
-        token68 = _TOKEN68.match(value, position)
-        if token68 is not None and _PARAM.match(value, position) is None:
-            position = token68.end()
-            continue
-        while (param := _PARAM.match(value, position)) is not None:
-            name, token, quoted = param.groups()
-            text = token if token is not None else _ESCAPE.sub(r"\1", quoted[1:-1])
-            params.setdefault(name.lower(), text)
-            position = _skip(_SPACES, value, param.end())
-            if position < len(value) and value[position] != ",":
-                return found
-            position = _skip(_SEPARATORS, value, position)

@@ -24,7 +24,7 @@ from joserfc import jws, jwt
 from joserfc.jwk import ECKey, RSAKey
 from oidc_provider_server import OidcProviderServer
 
-from flask_social_oauth2 import dpop
+from flask_social_oauth2 import dpop, www_authenticate
 from flask_social_oauth2.dpop import DPoPKey, NonceStore
 
 Factory = Callable[..., OidcProviderServer]
@@ -158,6 +158,109 @@ def test_nothing_private_in_repr_str_or_pickle() -> None:
         DPoPKey(public_key(RFC_JWK))
 
 
+# -- loaded keys (the per-process cache behind DPoPKey.load) --------------------------------------
+
+
+def test_a_loaded_key_is_read_once_and_kept_by_its_export() -> None:
+    cache = dpop.KeyCache(max_keys=4)
+    key, other = DPoPKey.generate(), DPoPKey.generate()
+    first = cache.load(key.export())
+    assert first == key
+    assert first is not key  # read from the text, not the generated object
+    assert cache.load(key.export()) is first  # the same export: the same loaded key
+    assert len(cache) == 1
+    loaded_other = cache.load(other.export())  # a different key: its own entry
+    assert loaded_other == other
+    assert loaded_other.thumbprint != first.thumbprint
+    assert len(cache) == 2
+    cache.clear()
+    assert len(cache) == 0
+    assert cache.load(key.export()) is not first  # read again after clear
+
+
+def test_the_key_cache_is_bounded_least_recently_used_out() -> None:
+    cache = dpop.KeyCache(max_keys=3)
+    texts = [DPoPKey.generate().export() for _ in range(4)]
+    loaded = [cache.load(text) for text in texts[:3]]
+    assert cache.load(texts[0]) is loaded[0]  # used: texts[1] is now the oldest
+    cache.load(texts[3])
+    assert len(cache) == 3
+    assert cache.load(texts[0]) is loaded[0]
+    assert cache.load(texts[2]) is loaded[2]
+    assert cache.load(texts[1]) is not loaded[1]  # it was dropped, and is read anew
+    assert len(cache) == 3
+    with pytest.raises(ValueError, match="max_keys"):
+        dpop.KeyCache(max_keys=0)
+
+
+def test_the_process_cache_serves_dpop_key_load_and_holds_at_most_256_keys() -> None:
+    assert dpop.loaded_keys.max_keys == 256
+    text = DPoPKey.generate().export()
+    assert DPoPKey.load(text) is DPoPKey.load(text) is dpop.loaded_keys.load(text)
+    for _ in range(300):
+        DPoPKey.load(DPoPKey.generate().export())
+    assert len(dpop.loaded_keys) == 256
+
+
+@pytest.mark.parametrize(
+    "text", ["{", '{"kty":"EC"}', "\ud800\udfff not json", "x" * 5000, "", " "]
+)
+def test_what_does_not_load_is_never_kept(text: str) -> None:
+    cache = dpop.KeyCache()
+    with pytest.raises(ValueError, match="is not") as refused:
+        cache.load(text)
+    assert len(cache) == 0
+    assert text.strip() == "" or text[:20] not in str(refused.value)
+    with pytest.raises(ValueError, match="is not"):
+        cache.load(b"{}")  # type: ignore[arg-type]
+    assert len(cache) == 0
+
+
+def test_a_key_whose_export_differs_by_one_member_is_not_the_cached_one() -> None:
+    cache = dpop.KeyCache()
+    jwk = json.loads(DPoPKey.generate().export())
+    cache.load(json.dumps(jwk))
+    other = json.loads(DPoPKey.generate().export())
+    with pytest.raises(ValueError, match="valid"):  # d of one key, x and y of the other
+        cache.load(json.dumps({**jwk, "d": other["d"]}))
+    assert len(cache) == 1
+
+
+def test_no_private_key_in_the_key_caches_repr() -> None:
+    cache = dpop.KeyCache(max_keys=8)
+    keys = [cache.load(DPoPKey.generate().export()) for _ in range(3)]
+    shown = f"{cache!r}{cache!s}{[cache]!r}"
+    assert shown.startswith("KeyCache(keys=3, max_keys=8)")
+    for key in keys:
+        exported = json.loads(key.export())
+        assert exported["d"] not in shown
+        assert key.thumbprint not in shown  # not even which identities were loaded
+    with pytest.raises(TypeError):
+        pickle.dumps(cache)  # its lock; and each key refuses
+
+
+def test_the_key_cache_is_thread_safe() -> None:
+    cache = dpop.KeyCache(max_keys=5)
+    texts = [DPoPKey.generate().export() for _ in range(8)]
+    failures: list[BaseException] = []
+
+    def work(worker: int) -> None:
+        try:
+            for n in range(300):
+                text = texts[(worker * 3 + n) % len(texts)]
+                assert cache.load(text).export() == text
+        except BaseException as failed:  # pragma: no cover - the failure reported below
+            failures.append(failed)
+
+    threads = [threading.Thread(target=work, args=(w,)) for w in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not failures
+    assert len(cache) == 5
+
+
 # -- proofs ----------------------------------------------------------------------------------------
 
 
@@ -191,6 +294,14 @@ def test_a_proof_with_nonce_access_token_and_clock() -> None:
     assert claims["ath"] == RFC_ATH == b64url_sha256(RFC_ACCESS_TOKEN)
     assert claims["iat"] == 1562262618
     assert claims["htm"] == "GET"
+
+
+def test_proofs_of_one_key_share_its_header_unchanged() -> None:
+    key = DPoPKey.load(DPoPKey.generate().export())
+    headers = [verify(dpop.proof(key, "GET", "https://rs.example/"))[0] for _ in range(3)]
+    expected = {"typ": "dpop+jwt", "alg": "ES256", "jwk": key.public_jwk()}
+    assert headers == [expected] * 3
+    assert key._header == expected
 
 
 def test_every_proof_has_its_own_jti() -> None:
@@ -416,13 +527,15 @@ def test_other_challenges_do_not_ask_for_a_nonce(challenge: str) -> None:
 
 
 def test_challenges_are_parsed_as_rfc_9110_writes_them() -> None:
-    assert dpop.challenges(
+    assert www_authenticate.challenges(
         'Newauth realm="apps", type=1, title="Login to \\"apps\\"", Basic realm="simple"'
     ) == [
         ("newauth", {"realm": "apps", "type": "1", "title": 'Login to "apps"'}),
         ("basic", {"realm": "simple"}),
     ]
-    assert dpop.challenges('Bearer, DPoP algs="ES256 PS256", Negotiate abc+/== ,Foo') == [
+    assert www_authenticate.challenges(
+        'Bearer, DPoP algs="ES256 PS256", Negotiate abc+/== ,Foo'
+    ) == [
         ("bearer", {}),
         ("dpop", {"algs": "ES256 PS256"}),
         ("negotiate", {}),

@@ -29,7 +29,7 @@ import flask_social_oauth2
 from flask_social_oauth2 import SocialOAuth2
 from flask_social_oauth2.api import ProviderSession
 from flask_social_oauth2.callback import Callback
-from flask_social_oauth2.dpop import DPoPKey
+from flask_social_oauth2.dpop import DPoPKey, KeyCache
 from flask_social_oauth2.local_idp import LocalIdentityProvider
 from flask_social_oauth2.local_idp.apple import CheckedSecret
 from flask_social_oauth2.local_idp.clock import ManualClock
@@ -198,6 +198,13 @@ def provider_session() -> ProviderSession:
         return ProviderSession(OAuth2Provider("example", settings()), "u-1", SessionTokenStore())
 
 
+def loaded_cache(key: DPoPKey) -> KeyCache:
+    """A cache of loaded DPoP keys holding ``key`` (``max_keys`` is a count, no secret)."""
+    cache = KeyCache()
+    cache.load(key.export())
+    return cache
+
+
 FACTORIES: Final[dict[type, Callable[[], object]]] = {
     OAuth2Settings: settings,
     OAuth2Info: info,
@@ -216,6 +223,7 @@ FACTORIES: Final[dict[type, Callable[[], object]]] = {
     TokenCipher: lambda: TokenCipher([FERNET_KEY]),
     ProviderSession: provider_session,
     DPoPKey: DPoPKey.generate,  # its private value is random: see the test at the end
+    KeyCache: lambda: loaded_cache(DPoPKey.generate()),  # the same
 }
 #: Objects that hold secrets under names the walk does not catch.
 MORE: Final[dict[str, Callable[[], object]]] = {
@@ -294,4 +302,4 @@ def test_no_private_key_in_the_local_identity_providers_objects() -> None:
 def test_no_private_key_in_a_dpop_key() -> None:
     key = DPoPKey.generate()
     private = json.loads(key.export())["d"]
-    assert private not in shown(key) + shown([key])
+    assert private not in shown(key) + shown([key]) + shown(loaded_cache(key))

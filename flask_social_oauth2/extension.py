@@ -51,6 +51,10 @@ if TYPE_CHECKING:
 logger = logging.getLogger("flask_social_oauth2")
 
 ENDPOINT: Final = "social_oauth2.authenticate"
+#: ``Cache-Control`` of the public documents served for providers to fetch (JWK set, client
+#: metadata): shared caches may keep them five minutes, so a changed key or redirect URI is
+#: seen soon (the provider may keep its own copy longer).
+SERVED_DOCUMENT_CACHE: Final = "public, max-age=300"
 
 AuthenticatedHandler = Callable[[SocialProvider, OAuth2Info, SocialProfile], ResponseReturnValue]
 ErrorHandler = Callable[[str, AuthenticationError], ResponseReturnValue]
@@ -119,6 +123,9 @@ class SocialOAuth2:
             rule, "authenticate", self._authenticate_view, methods=["GET", "POST"]
         )
         blueprint.add_url_rule(f"{rule}/jwks.json", "jwks", _jwks_view)
+        blueprint.add_url_rule(
+            f"{rule}/client-metadata.json", "client_metadata", _client_metadata_view
+        )
         app.register_blueprint(blueprint)
         scope = app_scope(app.import_name, rule)
         runtime = Runtime(
@@ -443,5 +450,17 @@ def _jwks_view(provider: str) -> ResponseReturnValue:
     if jwks is None:
         abort(404)
     response = jsonify(jwks)
-    response.headers["Cache-Control"] = "public, max-age=300"
+    response.headers["Cache-Control"] = SERVED_DOCUMENT_CACHE
+    return response
+
+
+def _client_metadata_view(provider: str) -> ResponseReturnValue:
+    """``GET <url rule>/client-metadata.json``: the client metadata document of a block whose
+    provider fetches one from its client ID (Bluesky's published client); 404 for any other."""
+    selected = get_app_state().providers.get(provider)
+    document = selected.client_metadata() if isinstance(selected, OAuth2Provider) else None
+    if document is None:
+        abort(404)
+    response = jsonify(document)
+    response.headers["Cache-Control"] = SERVED_DOCUMENT_CACHE
     return response

@@ -290,6 +290,12 @@ class OAuth2Provider(SocialProvider):
         :attr:`default_api_base`, unless the provider's API lives on each user's own server."""
         return self.default_api_base
 
+    def client_metadata(self) -> dict[str, Any] | None:
+        """The OAuth client metadata document the extension serves for this block at
+        ``<url rule>/client-metadata.json``, for a provider that fetches it from the client
+        ID (the AT Protocol's published clients); ``None`` (404) for most."""
+        return None
+
     def check_issuer(self, issuer: str | None) -> None:
         """RFC 9207: where the provider names itself in the callback (``iss``), it must be the
         expected issuer (:attr:`issuer`); where its discovery document announces

@@ -341,6 +341,92 @@ class AtprotoServer:
             self._stderr = None
 
 
+class _AuthorizationPage:
+    """The PDS's authorization page as a browser holds it: its cookies, its API (JSON from
+    "its own page") and the redirect page it ends on (see :func:`sign_in_and_consent`)."""
+
+    def __init__(self, authorize_url: str, timeout: float) -> None:
+        parts = urlsplit(authorize_url)
+        self.url = authorize_url
+        self.origin = f"{parts.scheme}://{parts.netloc}"
+        self.timeout = timeout
+        self.cookies: dict[str, str] = {}
+
+    def keep_cookies(self, response: requests.Response) -> None:
+        for header in response.raw.headers.getlist("Set-Cookie"):
+            name, _, value = header.split(";", 1)[0].partition("=")
+            self.cookies[name.strip()] = value.strip()
+
+    def cookie_header(self) -> str:
+        return "; ".join(f"{name}={value}" for name, value in self.cookies.items())
+
+    def open(self) -> str | None:
+        """Load the page; the callback URL when the server redirects at once, else None."""
+        page = requests.get(
+            self.url,
+            headers={
+                "Sec-Fetch-Mode": "navigate",
+                "Sec-Fetch-Dest": "document",
+                "Sec-Fetch-Site": "cross-site",
+            },
+            allow_redirects=False,
+            timeout=self.timeout,
+        )
+        if page.is_redirect:
+            return str(page.headers["Location"])
+        if page.status_code != 200:
+            raise AtprotoServerError(f"authorization page: {page.status_code} {page.text[:500]}")
+        self.keep_cookies(page)
+        if "csrf-token" not in self.cookies:
+            raise AtprotoServerError(
+                f"authorization page set no csrf-token cookie: {sorted(self.cookies)}"
+            )
+        return None
+
+    def api(self, endpoint: str, body: dict[str, object], bearer: str | None = None) -> Any:
+        headers = {
+            "Sec-Fetch-Mode": "same-origin",
+            "Sec-Fetch-Site": "same-origin",
+            "Sec-Fetch-Dest": "empty",
+            "Origin": self.origin,
+            "Referer": self.url,
+            "x-csrf-token": self.cookies["csrf-token"],
+            "Cookie": self.cookie_header(),
+        }
+        if bearer is not None:
+            headers["Authorization"] = f"Bearer {bearer}"
+        answer = requests.post(
+            f"{self.origin}{API_PREFIX}{endpoint}", json=body, headers=headers, timeout=self.timeout
+        )
+        self.keep_cookies(answer)
+        if answer.status_code != 200:
+            raise AtprotoServerError(f"{endpoint}: {answer.status_code} {answer.text[:500]}")
+        return answer.json()
+
+    def follow(self, answered: dict[str, object]) -> str:
+        """Follow the redirect page an API answer names; the callback URL it sends to."""
+        redirect_page = answered.get("url")
+        if not isinstance(redirect_page, str):
+            raise AtprotoServerError(f"the API answered no redirect URL: {answered}")
+        redirect = requests.get(
+            redirect_page,
+            headers={
+                "Sec-Fetch-Mode": "navigate",
+                "Sec-Fetch-Dest": "document",
+                "Sec-Fetch-Site": "same-origin",
+                "Referer": self.url,
+                "Cookie": self.cookie_header(),
+            },
+            allow_redirects=False,
+            timeout=self.timeout,
+        )
+        if not redirect.is_redirect:
+            raise AtprotoServerError(
+                f"redirect page: {redirect.status_code} {redirect.text[:500]} (not a redirect)"
+            )
+        return str(redirect.headers["Location"])
+
+
 def sign_in_and_consent(
     authorize_url: str,
     handle: str,
@@ -362,58 +448,11 @@ def sign_in_and_consent(
     cookies are carried by hand. Signing in without ``remember`` answers an ephemeral token that
     authorizes the consent (``Authorization: Bearer``) for this request only.
     """
-    parts = urlsplit(authorize_url)
-    origin = f"{parts.scheme}://{parts.netloc}"
-    cookies: dict[str, str] = {}
-
-    def keep_cookies(response: requests.Response) -> None:
-        for header in response.raw.headers.getlist("Set-Cookie"):
-            name, _, value = header.split(";", 1)[0].partition("=")
-            cookies[name.strip()] = value.strip()
-
-    def cookie_header() -> str:
-        return "; ".join(f"{name}={value}" for name, value in cookies.items())
-
-    page = requests.get(
-        authorize_url,
-        headers={
-            "Sec-Fetch-Mode": "navigate",
-            "Sec-Fetch-Dest": "document",
-            "Sec-Fetch-Site": "cross-site",
-        },
-        allow_redirects=False,
-        timeout=timeout,
-    )
-    if page.is_redirect:
-        return str(page.headers["Location"])
-    if page.status_code != 200:
-        raise AtprotoServerError(f"authorization page: {page.status_code} {page.text[:500]}")
-    keep_cookies(page)
-    if "csrf-token" not in cookies:
-        raise AtprotoServerError(f"authorization page set no csrf-token cookie: {sorted(cookies)}")
-
-    def api(endpoint: str, body: dict[str, object], bearer: str | None = None) -> dict[str, object]:
-        headers = {
-            "Sec-Fetch-Mode": "same-origin",
-            "Sec-Fetch-Site": "same-origin",
-            "Sec-Fetch-Dest": "empty",
-            "Origin": origin,
-            "Referer": authorize_url,
-            "x-csrf-token": cookies["csrf-token"],
-            "Cookie": cookie_header(),
-        }
-        if bearer is not None:
-            headers["Authorization"] = f"Bearer {bearer}"
-        answer = requests.post(
-            f"{origin}{API_PREFIX}{endpoint}", json=body, headers=headers, timeout=timeout
-        )
-        keep_cookies(answer)
-        if answer.status_code != 200:
-            raise AtprotoServerError(f"{endpoint}: {answer.status_code} {answer.text[:500]}")
-        result: dict[str, object] = answer.json()
-        return result
-
-    signed_in = api(
+    page = _AuthorizationPage(authorize_url, timeout)
+    at_once = page.open()
+    if at_once is not None:
+        return at_once
+    signed_in = page.api(
         "/sign-in", {"locale": "en", "username": handle, "password": password, "remember": False}
     )
     account = signed_in["account"]
@@ -422,27 +461,19 @@ def sign_in_and_consent(
     consent: dict[str, object] = {"did": account["did"]}
     if scope is not None:
         consent["scope"] = scope
-    consented = api("/consent", consent, bearer=token if isinstance(token, str) else None)
-    redirect_page = consented.get("url")
-    if not isinstance(redirect_page, str):
-        raise AtprotoServerError(f"/consent answered no redirect URL: {consented}")
-    redirect = requests.get(
-        redirect_page,
-        headers={
-            "Sec-Fetch-Mode": "navigate",
-            "Sec-Fetch-Dest": "document",
-            "Sec-Fetch-Site": "same-origin",
-            "Referer": authorize_url,
-            "Cookie": cookie_header(),
-        },
-        allow_redirects=False,
-        timeout=timeout,
-    )
-    if not redirect.is_redirect:
-        raise AtprotoServerError(
-            f"redirect page: {redirect.status_code} {redirect.text[:500]} (not a redirect)"
-        )
-    return str(redirect.headers["Location"])
+    consented = page.api("/consent", consent, bearer=token if isinstance(token, str) else None)
+    return page.follow(consented)
+
+
+def reject_authorization(authorize_url: str, *, timeout: float = 10.0) -> str:
+    """What the authorization page's "Deny" button does (``/reject``, no sign-in needed);
+    returns the callback URL it sends the browser to (``redirect_uri?error=access_denied&
+    state=...&iss=...``)."""
+    page = _AuthorizationPage(authorize_url, timeout)
+    at_once = page.open()
+    if at_once is not None:
+        return at_once
+    return page.follow(page.api("/reject", {}))
 
 
 if __name__ == "__main__":  # pragma: no cover - by hand: install, start, print, stop

@@ -400,11 +400,16 @@ def _apple_private_key() -> str:
     return pem.decode("ascii")
 
 
-#: Environment variables whose value must have a shape (Apple's ids and key).
+#: Environment variables whose value must have a shape (Apple's ids and key, Bluesky's
+#: client metadata URL and key).
 _SHAPED_VARIABLES: Final[dict[str, Callable[[], str]]] = {
     "APPLE_TEAM_ID": lambda: "ABCDE12345",
     "APPLE_KEY_ID": lambda: "FGHIJ67890",
     "APPLE_PRIVATE_KEY": _apple_private_key,
+    "BLUESKY_CLIENT_ID": lambda: (
+        "https://app.example.com/authenticate/bluesky/client-metadata.json"
+    ),
+    "BLUESKY_PRIVATE_KEY": _apple_private_key,
 }
 
 

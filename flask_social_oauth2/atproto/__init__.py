@@ -7,9 +7,11 @@ to the account's DID document, PDS and OAuth authorization server, every fetch S
 - :mod:`.dns_txt`: the DNS method of handle resolution (:class:`DnsTxtLookup`);
 - :mod:`.identity`: handle -> DID -> DID document, checked both ways;
 - :mod:`.oauth`: PDS -> authorization server -> its metadata;
-- :mod:`.resolver`: the whole chain (:func:`resolve`).
+- :mod:`.resolver`: the whole chain (:func:`resolve`);
+- :mod:`.client_metadata`: the client metadata document of a published client.
 """
 
+from .client_metadata import client_id_problems, client_metadata, jwks_uri_for
 from .dns_txt import DnsTxtLookup, TxtLookup
 from .fetch import DEFAULT_MAX_BYTES, DEFAULT_TIMEOUT, Fetcher, GuardedFetcher
 from .identity import (
@@ -40,7 +42,10 @@ __all__ = [
     "Resolved",
     "TxtLookup",
     "authorization_server_metadata",
+    "client_id_problems",
+    "client_metadata",
     "is_did",
+    "jwks_uri_for",
     "normalize_did",
     "normalize_handle",
     "parse_did_document",

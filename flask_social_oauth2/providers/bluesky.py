@@ -1,20 +1,31 @@
 """Sign in with Bluesky (the AT Protocol OAuth profile): the flow starts from a handle or DID,
 resolved to the account's PDS and authorization server, which the flow is bound to; PAR, PKCE,
-DPoP and ``iss`` always; the token's ``sub`` must be the account the flow started with."""
+DPoP and ``iss`` always; the token's ``sub`` must be the account the flow started with. The
+client is the loopback development client, or a published one whose client metadata document
+the extension serves (``private_key_jwt``)."""
 
 from __future__ import annotations
 
 import dataclasses
+import logging
 from collections.abc import Mapping
 from typing import Any, ClassVar, Final
 from urllib.parse import quote, urlencode, urlsplit
 
 from flask import request
 
-from .. import atproto, flow, par
+from .. import atproto, client_auth, flow, par
 from ..dpop import DPoPKey
-from ..errors import ConfigurationProblem, ProfileRetrievalError, ResolutionError, StateError
+from ..errors import (
+    AuthenticationError,
+    ConfigurationProblem,
+    ProfileRetrievalError,
+    ResolutionError,
+    StateError,
+    UnexpectedResponseError,
+)
 from ..profile_fields import ProfileFields
+from ..redirects import resolve_redirect_uri
 from ..settings import OAuth2Info, OAuth2Settings
 from ..state_cookie import PendingFlow
 from .base import BuiltinProvider
@@ -24,9 +35,21 @@ from .facts import PropertyRule, ProviderFacts
 DEFAULT_SCOPE: Final = "atproto transition:generic"
 #: The ``clientID`` of the AT Protocol's loopback development client.
 LOOPBACK_CLIENT: Final = "http://localhost"
+#: The scope every AT Protocol token must be granted.
+REQUIRED_SCOPE: Final = "atproto"
 _PROFILE_COLLECTION: Final = "app.bsky.actor.profile"
-#: What the token info keeps of the account (short strings, stored with the token).
-_KEPT: Final[tuple[str, ...]] = ("did", "handle", "pds", "issuer", "token_endpoint", "client_id")
+#: What the token info keeps of the account and its server (short strings, stored with it).
+_KEPT: Final[tuple[str, ...]] = (
+    "did",
+    "handle",
+    "pds",
+    "issuer",
+    "token_endpoint",
+    "revocation_endpoint",
+    "client_id",
+)
+
+logger = logging.getLogger("flask_social_oauth2")
 
 FACTS: Final = ProviderFacts(
     name="bluesky",
@@ -43,6 +66,7 @@ FACTS: Final = ProviderFacts(
     profile_url_shown="the account's PDS: `com.atproto.repo.getRecord` of its profile",
     scope=("atproto", "transition:generic"),
     client_auth="none",
+    init_client_secret="${BLUESKY_PRIVATE_KEY}",
     profile=ProfileFields(
         provider_key="did",
         username="handle",
@@ -53,6 +77,11 @@ FACTS: Final = ProviderFacts(
         PropertyRule("handleResolver", "url"),
         PropertyRule("plcURL", "url"),
         PropertyRule("allowLoopback", "choice", ("true", "false")),
+        PropertyRule("clientName", "line"),
+        PropertyRule("clientURI", "url"),
+        PropertyRule("logoURI", "url"),
+        PropertyRule("tosURI", "url"),
+        PropertyRule("policyURI", "url"),
     ),
     docs="""\
 Sign in with Bluesky, or with any AT Protocol account. The sign-in starts at
@@ -70,20 +99,34 @@ the request is pushed (PAR) with PKCE, `login_hint` and a DPoP proof; the callba
 is refused); and the answer's `sub` must be the DID the flow started with (or, started without
 a handle, a DID whose PDS names that server), else a `StateError` and the tokens are dropped.
 
-`clientID: http://localhost` is the AT Protocol's loopback development client: public, no
-`clientSecret` used; the `client_id` sent is
+A published client's `clientID` is the URL of its client metadata document, which the
+extension serves at `<url rule>/client-metadata.json` (`/authenticate/bluesky/client-metadata.json`;
+a path is resolved against the request's host like `redirectURL`, and bound to the flow). The
+document lists that URL as `client_id`, the resolved redirect URI, the scope,
+`dpop_bound_access_tokens`, `private_key_jwt` with its `ES256`/`RS256` algorithm and
+`jwks_uri` (the `jwks.json` served next to it), and `client_name`, `client_uri`, `logo_uri`,
+`tos_uri`, `policy_uri` from `customProperties.clientName`, `clientURI` (on the client ID's
+origin, a parent of its path), `logoURI`, `tosURI`, `policyURI`; both documents are served
+with `Cache-Control: public, max-age=300`. The client authenticates with `private_key_jwt`:
+`clientSecret` is its PEM private key (EC P-256 or RSA; anything else is a configuration
+error), `keyID` its `kid` (default: the key's RFC 7638 thumbprint), and every PAR, token,
+refresh and revocation request carries a fresh assertion whose `aud` is the flow's server.
+`clientID: http://localhost` is the AT Protocol's loopback development client instead: public,
+no `clientSecret` used, no document served; the `client_id` sent is
 `http://localhost?redirect_uri=<the resolved redirect URI>&scope=<scope>`, and the redirect URI
-must be on `127.0.0.1`. Default scope `atproto transition:generic`. Another `clientID` is
-sent as it is (a public client's metadata document hosted elsewhere); the extension does not
-serve a client metadata document or `private_key_jwt` for Bluesky yet.
+must be on `127.0.0.1`. Default scope `atproto transition:generic`.
 
-The profile: `provider_key` the DID, `username` the verified handle, display name and avatar
-from the account's `app.bsky.actor.profile` record, read from its PDS with
-`com.atproto.repo.getRecord` and the DPoP-bound token (no record: no display name). The token
-info keeps `did`, `handle`, `pds` and `issuer` in its params; `social.api("bluesky")` joins
-relative URLs to the identity's PDS (`xrpc/com.atproto.server.getSession`). Every resolution
-fetch is https only, to public addresses, bounded in size and time;
-`customProperties.allowLoopback: "true"` (development and tests only) allows http on loopback.
+The token answer must grant `atproto` (else a 502). Tokens dropped for a wrong `sub` or a
+missing `atproto` are revoked at the server that issued them, when its metadata names a
+revocation endpoint (a failed revocation is a warning). The profile: `provider_key` the DID,
+`username` the verified handle, display name and avatar from the account's
+`app.bsky.actor.profile` record, read from its PDS with `com.atproto.repo.getRecord` and the
+DPoP-bound token (no record: no display name). The token info keeps `did`, `handle`, `pds`,
+`issuer` and the server's endpoints in its params, so refresh and revocation go to that
+server; `social.api("bluesky")` joins relative URLs to the identity's PDS
+(`xrpc/com.atproto.server.getSession`). Every resolution fetch is https only, to public
+addresses, bounded in size and time; `customProperties.allowLoopback: "true"` (development and
+tests only) allows http on loopback.
 """,
 )
 
@@ -98,7 +141,7 @@ class BlueskyProvider(BuiltinProvider):
     api_base_per_identity: ClassVar[bool] = True
 
     def __init__(self, name: str, settings: OAuth2Settings) -> None:
-        super().__init__(name, settings)
+        super().__init__(name, _client_auth_settings(settings))
         self._bound: Mapping[str, str] = {}
 
     # -- configuration ---------------------------------------------------------------------
@@ -110,8 +153,17 @@ class BlueskyProvider(BuiltinProvider):
 
     @classmethod
     def settings_problems(cls, settings: OAuth2Settings) -> list[ConfigurationProblem]:
+        """Besides the shared checks: ``authorizationURL`` (the entryway) is required;
+        ``clientID`` is the loopback client or the URL (or path) of the client metadata
+        document; a published client authenticates with ``private_key_jwt``, so its
+        ``clientSecret`` must be a usable private key."""
+        method = settings.custom_properties.get(client_auth.METHOD_KEY)
+        published = is_published(settings)
+        wanted = "private_key_jwt" if published else "none"
         problems = [
-            problem for problem in super().settings_problems(settings) if problem.key != "apiURL"
+            problem
+            for problem in super().settings_problems(_client_auth_settings(settings))
+            if problem.key != "apiURL"
         ]
         if settings.authorization_url is None:
             problems.append(
@@ -125,6 +177,18 @@ class BlueskyProvider(BuiltinProvider):
                 problems.append(
                     ConfigurationProblem(None, "customProperties.dnsResolver", str(wrong))
                 )
+        if method is not None and method != wanted:
+            which = "a published client" if published else "the loopback client"
+            problems.append(
+                ConfigurationProblem(
+                    None,
+                    f"customProperties.{client_auth.METHOD_KEY}",
+                    f"must be {wanted} for {which}",
+                )
+            )
+        if published:
+            client_uri = settings.custom_properties.get("clientURI")
+            problems.extend(atproto.client_id_problems(settings.client_id, client_uri))
         return problems
 
     @property
@@ -182,6 +246,10 @@ class BlueskyProvider(BuiltinProvider):
             "authorize": metadata.authorization_endpoint,
             "token_endpoint": metadata.token_endpoint,
         }
+        if metadata.revocation_endpoint is not None:
+            bound["revocation_endpoint"] = metadata.revocation_endpoint
+        if is_published(self.settings):  # a path is this request's host's, as redirectURL
+            bound["client_id"] = resolve_redirect_uri(self.settings.client_id)
         return tuple(bound.items())
 
     def for_flow(self, pending: PendingFlow) -> BlueskyProvider:
@@ -226,6 +294,28 @@ class BlueskyProvider(BuiltinProvider):
             return self._bound.get("token_endpoint", url)
         return url
 
+    def built_in_revocation_url(self) -> str | None:
+        """The bound server's revocation endpoint, when its metadata names one."""
+        return self._bound.get("revocation_endpoint")
+
+    def client_metadata(self) -> dict[str, Any] | None:
+        """The client metadata document of a published client (served at
+        ``<url rule>/client-metadata.json``): its ``client_id`` is ``clientID`` (a path
+        resolved against this request's host, like ``redirectURL``), ``jwks_uri`` the
+        ``jwks.json`` next to it; ``None`` for the loopback development client. Needs a
+        request context."""
+        settings = self.settings
+        if not is_published(settings):
+            return None
+        key = client_auth.load_signing_key(settings.client_secret)
+        return atproto.client_metadata(
+            client_id=resolve_redirect_uri(settings.client_id),
+            redirect_uri=resolve_redirect_uri(settings.redirect_url),
+            scope=settings.scope or DEFAULT_SCOPE,
+            signing_alg=client_auth.algorithm_of(key),
+            display=settings.custom_properties,
+        )
+
     def check_issuer(self, issuer: str | None) -> None:
         """``iss`` is required, and must be the flow's server (RFC 9207)."""
         if issuer is None:
@@ -235,11 +325,30 @@ class BlueskyProvider(BuiltinProvider):
             raise StateError(self.name, "callback's iss is another issuer (mix-up refused)")
 
     def verify_token(self, info: OAuth2Info, pending: PendingFlow | None) -> OAuth2Info:
-        """The answer's ``sub`` must be the flow's DID, or (started without a handle) a DID
-        whose PDS names the flow's server; the account is then kept in the token's params.
+        """The answer must grant the ``atproto`` scope, and its ``sub`` must be the flow's
+        DID, or (started without a handle) a DID whose PDS names the flow's server; the account
+        is then kept in the token's params. Tokens that fail are dropped, and revoked at the
+        server that issued them when it can (best effort: :meth:`_drop`).
 
-        :raises StateError: otherwise (the tokens are dropped).
+        :raises UnexpectedResponseError: (502) when ``atproto`` is not granted.
+        :raises StateError: when ``sub`` is not the account.
         """
+        try:
+            _check_scope(self.name, info)
+            return self._verified_account(info)
+        except AuthenticationError:
+            self._drop(info)
+            raise
+
+    def _drop(self, info: OAuth2Info) -> None:
+        """Revoke tokens the sign-in drops, at the flow's server, if it names a revocation
+        endpoint; a failure is logged (no secret) and changes nothing else."""
+        try:
+            self.revoke(info)
+        except AuthenticationError as error:
+            logger.warning("%s: the dropped token could not be revoked: %s", self.name, error)
+
+    def _verified_account(self, info: OAuth2Info) -> OAuth2Info:
         sub = info.params.get("sub")
         bound = dict(self._bound)
         if not isinstance(sub, str) or not atproto.is_did(sub):
@@ -266,19 +375,37 @@ class BlueskyProvider(BuiltinProvider):
         kept = {key: bound[key] for key in _KEPT if key in bound}
         return dataclasses.replace(info, params={**info.params, **kept})
 
-    def refresh(self, info: OAuth2Info, *, scope: str | None = None) -> OAuth2Info:
-        """Refreshed at the token endpoint of the server that issued ``info``, with the same
-        client id; the account must stay the same."""
+    def _issued_by(self, info: OAuth2Info) -> tuple[BlueskyProvider, dict[str, str]]:
+        """The provider bound to the server that issued ``info`` (kept in its params)."""
         kept: dict[str, str] = {}
         for key in _KEPT:
             value = info.params.get(key)
             if isinstance(value, str):
                 kept[key] = value
-        bound = self._bound_to(kept, "")
+        return self._bound_to(kept, ""), kept
+
+    def refresh(self, info: OAuth2Info, *, scope: str | None = None) -> OAuth2Info:
+        """Refreshed at the token endpoint of the server that issued ``info``, with the same
+        client id (and a fresh client assertion); the account must stay the same and
+        ``atproto`` granted, else the new tokens are dropped (and revoked)."""
+        bound, kept = self._issued_by(info)
         renewed = BuiltinProvider.refresh(bound, info, scope=scope)
-        if renewed.params.get("sub", kept.get("did")) != kept.get("did"):
-            raise StateError(self.name, "the refreshed token is another account's (sub)")
+        try:
+            _check_scope(self.name, renewed)
+            if renewed.params.get("sub", kept.get("did")) != kept.get("did"):
+                raise StateError(self.name, "the refreshed token is another account's (sub)")
+        except AuthenticationError:
+            bound._drop(renewed)
+            raise
         return dataclasses.replace(renewed, params={**renewed.params, **kept})
+
+    def revoke(self, info: OAuth2Info) -> bool:
+        """Revoked at the revocation endpoint of the server that issued ``info`` (when its
+        metadata named one), with the flow's client id and DPoP key."""
+        if self._bound:
+            return BuiltinProvider.revoke(self, info)
+        bound, _ = self._issued_by(info)
+        return BuiltinProvider.revoke(bound, info)
 
     # -- the profile and the API -------------------------------------------------------------
 
@@ -326,3 +453,42 @@ class BlueskyProvider(BuiltinProvider):
                     + quote(cid, safe="")
                 )
         return raw
+
+
+def is_published(settings: OAuth2Settings) -> bool:
+    """Whether the block's client is a published one (``clientID`` the URL of its client
+    metadata document), not the loopback development client."""
+    client_id = settings.client_id
+    return client_id != LOOPBACK_CLIENT and not client_id.startswith(LOOPBACK_CLIENT + "?")
+
+
+def _client_auth_settings(settings: OAuth2Settings) -> OAuth2Settings:
+    """``settings`` with the client authentication they imply: a published client signs
+    ``private_key_jwt`` assertions (``keyID`` by default the key's RFC 7638 thumbprint: the
+    AT Protocol wants a ``kid``); the loopback client is public."""
+    properties = dict(settings.custom_properties)
+    if not is_published(settings):
+        return settings
+    properties.setdefault(client_auth.METHOD_KEY, "private_key_jwt")
+    if not properties.get(client_auth.KEY_ID_KEY):
+        try:
+            key = client_auth.load_signing_key(settings.client_secret)
+        except ValueError:
+            pass  # reported by settings_problems
+        else:
+            properties[client_auth.KEY_ID_KEY] = key.thumbprint()
+    if properties == settings.custom_properties:
+        return settings
+    return settings.replace(custom_properties=properties)
+
+
+def _check_scope(provider: str, info: OAuth2Info) -> None:
+    """The AT Protocol requires the granted ``scope`` to name ``atproto``.
+
+    :raises UnexpectedResponseError: (502) when it does not, or names no scope.
+    """
+    granted = info.params.get("scope")
+    if not isinstance(granted, str) or REQUIRED_SCOPE not in granted.split():
+        raise UnexpectedResponseError(
+            provider, f"the token answer does not grant the {REQUIRED_SCOPE!r} scope"
+        )

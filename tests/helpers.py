@@ -504,3 +504,21 @@ def kept(info: OAuth2Info | None) -> tuple[object, ...] | None:
         info.expires_in,
         info.expires_at,
     )
+
+
+@contextmanager
+def live_server(app: Flask) -> Iterator[str]:
+    """Serve ``app`` over real HTTP (werkzeug's threaded server) on ``127.0.0.1`` and a free
+    port, for servers that fetch from it (the AT Protocol PDS reading a client metadata
+    document); yields its base URL and stops the server on every way out."""
+    from werkzeug.serving import make_server
+
+    server = make_server("127.0.0.1", 0, app, threaded=True)
+    thread = threading.Thread(target=server.serve_forever, name="live-server", daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.port}"
+    finally:
+        server.shutdown()
+        thread.join(10)
+        server.server_close()

@@ -19,9 +19,8 @@ from atproto_server import AtprotoServer, sign_in_and_consent
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from flask import Flask, request
-from helpers import MakeApp, callback_path
+from helpers import MakeApp, callback_path, live_server
 from joserfc.jwk import ECKey
-from live_server import live_server
 
 from flask_social_oauth2 import SocialOAuth2, client_auth, dpop, signals
 from flask_social_oauth2.cli import social_cli

@@ -466,9 +466,9 @@ def _client_auth_settings(settings: OAuth2Settings) -> OAuth2Settings:
     """``settings`` with the client authentication they imply: a published client signs
     ``private_key_jwt`` assertions (``keyID`` by default the key's RFC 7638 thumbprint: the
     AT Protocol wants a ``kid``); the loopback client is public."""
-    properties = dict(settings.custom_properties)
     if not is_published(settings):
         return settings
+    properties = dict(settings.custom_properties)
     properties.setdefault(client_auth.METHOD_KEY, "private_key_jwt")
     if not properties.get(client_auth.KEY_ID_KEY):
         try:

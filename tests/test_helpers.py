@@ -28,6 +28,7 @@ SUPPORT_MODULES: Final = {
     "fuzz_targets": "the atheris fuzz targets",
     "oidc_provider_server": "panva's oidc-provider on loopback (PAR, DPoP, JWT client auth)",
     "atproto_server": "the AT Protocol reference PDS and a PLC directory on loopback (Bluesky)",
+    "dns_server": "a real DNS server on loopback answering TXT records (Bluesky handles)",
 }
 
 #: A child that ignores Ctrl-C and SIGTERM, as a wedged server would.

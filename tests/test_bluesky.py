@@ -203,7 +203,8 @@ def session_status(app: Flask, pds: str, info: OAuth2Info) -> int:
     provider = app.extensions["social_oauth2"].providers["bluesky"]
     with app.app_context():
         answer = provider.request_answer("GET", f"{pds}/xrpc/com.atproto.server.getSession", info)
-    return answer.status
+    status: int = answer.status
+    return status
 
 
 def test_consenting_as_another_account_signs_nobody_in(

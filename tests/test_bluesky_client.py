@@ -32,11 +32,12 @@ JWKS = "/authenticate/bluesky/jwks.json"
 
 
 def pem(key: Any) -> str:
-    return key.private_bytes(
+    text: str = key.private_bytes(
         serialization.Encoding.PEM,
         serialization.PrivateFormat.PKCS8,
         serialization.NoEncryption(),
     ).decode()
+    return text
 
 
 EC_PEM = pem(ec.generate_private_key(ec.SECP256R1()))
@@ -90,7 +91,8 @@ def test_the_client_metadata_document_is_served(make_app: MakeApp) -> None:
     }
     keys = app.test_client().get(JWKS, base_url=BASE_URL)
     assert keys.status_code == 200
-    (public,) = keys.json["keys"]
+    body: Any = keys.json
+    (public,) = body["keys"]
     assert public["kid"] == thumbprint(EC_PEM)  # the AT Protocol wants a kid
     assert public["alg"] == "ES256"
     assert "d" not in public
@@ -119,7 +121,7 @@ def test_an_absolute_client_id_an_rsa_key_and_display_fields(make_app: MakeApp) 
         customProperties=display,
     )
     app = make_app({"bluesky": block})
-    document = app.test_client().get(DOCUMENT, base_url=BASE_URL).json
+    document: Any = app.test_client().get(DOCUMENT, base_url=BASE_URL).json
     assert document["client_id"] == client_id
     assert document["jwks_uri"] == "https://app.example.com/authenticate/bluesky/jwks.json"
     assert document["redirect_uris"] == ["https://app.example.com/authenticate/bluesky"]
@@ -130,7 +132,8 @@ def test_an_absolute_client_id_an_rsa_key_and_display_fields(make_app: MakeApp) 
     assert document["logo_uri"] == "https://app.example.com/logo.png"
     assert document["tos_uri"] == "https://app.example.com/terms"
     assert document["policy_uri"] == "https://app.example.com/privacy"
-    (public,) = app.test_client().get(JWKS, base_url=BASE_URL).json["keys"]
+    served: Any = app.test_client().get(JWKS, base_url=BASE_URL).json
+    (public,) = served["keys"]
     assert (public["kid"], public["alg"], public["kty"]) == ("key-2026", "RS256", "RSA")
 
 

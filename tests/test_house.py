@@ -110,6 +110,7 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     ("app_state",),
     ("providers",),
     ("provider",),
+    ("provider_client",),
     ("sign_in",),
     ("id_token", "revocation", "runtime", "par"),
     ("discovery", "flow", "social_provider", "profile_fields", "callback", "tokens"),
@@ -139,6 +140,21 @@ def test_every_room_imports_only_rooms_on_lower_floors() -> None:
         if room(module) != room(target) and floor[room(target)] <= floor[room(module)]
     )
     assert not upward, "imports that do not go down: " + ", ".join(upward)
+
+
+#: The most lines a module of the package may have: past it, a module holds more than one
+#: concept (issue 13).
+MAX_MODULE_LINES = 500
+
+
+def test_no_module_is_over_500_lines() -> None:
+    sizes = {
+        path.relative_to(PACKAGE).as_posix(): len(path.read_text(encoding="utf-8").splitlines())
+        for path in PACKAGE.rglob("*.py")
+    }
+    assert len(sizes) > 100
+    too_big = {name: lines for name, lines in sizes.items() if lines > MAX_MODULE_LINES}
+    assert not too_big, f"split these modules (one concept each): {too_big}"
 
 
 def test_the_cycle_finder_finds_a_cycle() -> None:

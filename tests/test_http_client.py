@@ -1,9 +1,11 @@
 """The pooled provider client's request path, against a real local HTTP server.
 
-The client sends through its session's adapter (``Session.request`` behind a proxy); these
-tests pin what that path must keep: the headers sent, keep-alive, the mapping of failures, a pool
-closed under it, the proxy path, no cookies, no ``~/.netrc``, no redirect followed, and answers
-and headers that cannot be read or sent.
+The client sends through the urllib3 pools of its session's adapter (or the adapter's manager
+for a proxy); these tests pin what that path must keep of requests' own: the headers sent,
+keep-alive, the mapping of failures, a pool closed under it, the proxy path, TLS verification
+(certifi, or the CA bundle the environment names, read once) in the pools ``social.api()``
+shares, no cookies, no ``~/.netrc``, no redirect followed, and answers and headers that cannot be
+read or sent.
 """
 
 from __future__ import annotations
@@ -126,6 +128,65 @@ def test_with_a_proxy_the_request_goes_through_it(
     call(client, "http://provider.invalid/me")
     (seen,) = fault_server.requests
     assert seen.target == "http://provider.invalid/me"
+
+
+def test_a_ca_bundle_the_environment_names_is_trusted_and_read_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    with FaultServer(tls=True) as server:
+        server.set("/token", Behaviour.json({"access_token": "at"}))
+        monkeypatch.setenv("REQUESTS_CA_BUNDLE", server.cert_file)
+        trusting = ProviderHTTPClient()
+        monkeypatch.delenv("REQUESTS_CA_BUNDLE")
+        assert json.loads(call(trusting, f"{server.url}/token").body) == {"access_token": "at"}
+        monkeypatch.setenv("CURL_CA_BUNDLE", server.cert_file)
+        assert call(ProviderHTTPClient(), f"{server.url}/token").status == 200
+        monkeypatch.delenv("CURL_CA_BUNDLE")
+        with pytest.raises(UnexpectedResponseError) as caught:
+            call(ProviderHTTPClient(), f"{server.url}/token")  # certifi's roots only
+    assert "TLS error" in str(caught.value)
+
+
+@pytest.mark.parametrize("tls", [False, True])
+def test_provider_calls_and_session_requests_share_one_pool(
+    monkeypatch: pytest.MonkeyPatch, tls: bool
+) -> None:
+    """``social.api()`` sends with ``Session.request`` through the same adapter: its requests
+    and the provider calls use the same pool (and TLS settings) for a host."""
+    with FaultServer(tls=tls) as server:
+        server.set("/me", Behaviour.json({"id": 1}))
+        if tls:
+            monkeypatch.setenv("REQUESTS_CA_BUNDLE", server.cert_file)
+        client = ProviderHTTPClient()
+        call(client, f"{server.url}/me")
+        assert client._session.get(f"{server.url}/me", timeout=2).json() == {"id": 1}
+        call(client, f"{server.url}/me")
+        adapter: Any = client._session.get_adapter(server.url)
+        assert len(adapter.poolmanager.pools) == 1
+        assert [r.connection for r in server.requests] == [1, 1, 1]
+
+
+def test_a_mapping_body_is_sent_as_a_form_and_a_bodyless_post_says_so(
+    fault_server: FaultServer,
+) -> None:
+    fault_server.set("/token", Behaviour.json({"access_token": "at"}))
+    client = ProviderHTTPClient()
+    call(client, f"{fault_server.url}/token", data={"a": "1 2", "b": "\u00e9"})
+    call(client, f"{fault_server.url}/token", data="")
+    form, empty = fault_server.requests
+    assert form.body == b"a=1+2&b=%C3%A9"
+    assert form.headers["Content-Type"] == "application/x-www-form-urlencoded"
+    assert empty.body == b""
+    assert empty.headers["Content-Length"] == "0"
+    assert "Content-Type" not in empty.headers
+
+
+def test_a_header_named_in_other_case_replaces_the_default(fault_server: FaultServer) -> None:
+    fault_server.set("/me", Behaviour.json({"id": 1}))
+    call(ProviderHTTPClient(), f"{fault_server.url}/me", headers={"user-agent": "mine"})
+    (seen,) = fault_server.requests
+    assert seen.headers["User-Agent"] == "mine"
+    assert seen.headers["Accept"] == "*/*"
 
 
 def raw_answer(status: int, fields: list[tuple[str, str]], body: bytes = b"") -> Behaviour:

@@ -5,13 +5,16 @@ from __future__ import annotations
 import json
 import logging
 import threading
+from datetime import datetime
 from typing import Any
+from uuid import UUID
 
 import pytest
 from cryptography.fernet import Fernet
 from flask import Flask, jsonify, session
 from helpers import MakeApp, RotatingRenewer, make_token, sign_in
 from itsdangerous import URLSafeTimedSerializer
+from markupsafe import Markup
 
 from flask_social_oauth2.errors import ConfigurationError, SignInRequiredError
 from flask_social_oauth2.local_idp import LocalIdentityProvider
@@ -90,6 +93,56 @@ def test_cipher_round_trip_and_rotation() -> None:
         TokenCipher([old]).decrypt(sealed_new)
     assert "hidden" in repr(rotated)
     assert old.decode() not in repr(rotated)
+
+
+def test_tokens_are_sealed_in_format_2_and_format_1_tokens_still_open() -> None:
+    old, new = Fernet.generate_key(), Fernet.generate_key()
+    cipher = TokenCipher([new, old])
+    sealed = cipher.encrypt(b"record")
+    assert sealed.startswith("v2.")
+    assert sealed.isascii()
+    assert "=" not in sealed
+    assert cipher.encrypt(b"record") != sealed  # a fresh nonce every time
+    # format 1: a Fernet token, as the store wrote before, under either key
+    assert cipher.decrypt(Fernet(old).encrypt(b"record").decode()) == b"record"
+    assert cipher.decrypt(Fernet(new).encrypt(b"record").decode()) == b"record"
+    with pytest.raises(InvalidToken):
+        TokenCipher([new]).decrypt(Fernet(old).encrypt(b"record").decode())
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda sealed: sealed[:-2] + ("AA" if sealed[-2:] != "AA" else "BB"),  # the tag
+        lambda sealed: sealed[:3] + ("A" if sealed[3] != "A" else "B") + sealed[4:],  # nonce
+        lambda sealed: sealed[:20],  # cut short
+        lambda sealed: "v2.",  # nothing
+        lambda sealed: "v2.!!not base64!!",
+        lambda sealed: "v2.\u00e9",
+        lambda sealed: "gAAAAA\u00e9",  # a format-1 token that is not ASCII
+        lambda sealed: sealed.replace("v2.", "v3."),  # an unknown format
+    ],
+)
+def test_an_altered_token_is_cleanly_refused(damage: Any) -> None:
+    cipher = TokenCipher([Fernet.generate_key()])
+    with pytest.raises(InvalidToken):
+        cipher.decrypt(damage(cipher.encrypt(b"a record long enough to cut")))
+
+
+def test_the_format_2_key_is_derived_apart_from_the_fernet_key() -> None:
+    """The AES-256-GCM key is HKDF of the Fernet key with its own label: the same bytes never
+    serve two algorithms, and a token sealed under the Fernet key's raw bytes does not open."""
+    import base64
+    import os
+
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+    key = Fernet.generate_key()
+    nonce = os.urandom(12)
+    raw = AESGCM(base64.urlsafe_b64decode(key)).encrypt(nonce, b"record", None)
+    forged = "v2." + base64.urlsafe_b64encode(nonce + raw).rstrip(b"=").decode()
+    with pytest.raises(InvalidToken):
+        TokenCipher([key]).decrypt(forged)
 
 
 def test_key_derived_from_secret_key_and_fallbacks_decrypt() -> None:
@@ -339,6 +392,36 @@ def test_session_cookie_size_is_bounded_without_signing_until_near_the_limit(
             if reckoned > MAX_COOKIE_HEADER:
                 assert reckoned == exact
         assert signed  # near the bound the cookie is built as Flask will
+
+
+@pytest.mark.parametrize(
+    ("value", "plain"),
+    [
+        ({"name": "Ada", "n": 1, "x": 1.5, "ok": True, "none": None, "l": [1, "ä", {}]}, True),
+        ("caf\u00e9 \u2603 \U0001f600", True),
+        (("a", "tuple"), False),
+        ([{" t": ["looks", "tagged"]}], False),
+        ({" di": {"a": 1}}, False),
+        (b"bytes", False),
+        ({"when": datetime(2026, 1, 2, 3, 4, 5)}, False),
+        (Markup("<b>x</b>"), False),
+        (UUID(int=7), False),
+    ],
+)
+def test_the_sessions_json_length_is_the_serializers_or_it_is_asked(
+    make_app: MakeApp, value: object, plain: bool
+) -> None:
+    """The length the token store reckons from the C encoder alone is exactly that of Flask's
+    tagged serializer, or the serializer is asked (tuples, bytes, dates, Markup, UUIDs and
+    tag-like keys are written otherwise)."""
+    from flask_social_oauth2.tokens.session import _plain_json_length
+
+    app = make_app()
+    with app.test_request_context():
+        data = {"social_oauth2_tokens": [["local", "alice", "v2.abc"]], "value": value}
+        reckoned = _plain_json_length(app, data)
+        exact = len(app.session_interface.serializer.dumps(data))  # type: ignore[attr-defined]
+    assert reckoned == (exact if plain else None)
 
 
 def test_session_refresh_once_for_concurrent_requests_of_one_browser(make_app: MakeApp) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import threading
 import time
@@ -10,6 +11,7 @@ from collections import OrderedDict
 from typing import Any, Final
 
 from flask import current_app, has_request_context, request, session
+from flask.json.provider import DefaultJSONProvider
 from flask.sessions import SecureCookieSessionInterface
 
 from ..errors import SignInRequiredError, SocialOAuth2Error
@@ -171,19 +173,24 @@ def _cookie_header_size() -> int:
     cookies as they came, and the session cookie as it would be written now), or an upper bound
     of it that fits. 0 when the app's sessions are not kept in a cookie.
 
-    It is an upper bound first, from the session's JSON alone: the signed value is that JSON in
-    base64 (or shorter, compressed), a timestamp and a signature. Only when the bound does not
-    fit is the cookie built as Flask will (a second zlib, HMAC and serializer per sign-in)."""
-    app: Any = current_app
+    It is an upper bound first, from the length of the session's JSON alone: the signed value
+    is that JSON in base64 (or shorter, compressed), a timestamp and a signature. Only when the
+    bound does not fit is the cookie built as Flask will (a second zlib, HMAC and serializer per
+    sign-in)."""
+    app: Any = current_app._get_current_object()  # type: ignore[attr-defined]
     interface = app.session_interface
     if not isinstance(interface, SecureCookieSessionInterface) or not app.secret_key:
         return 0
     name = interface.get_cookie_name(app)
-    others = [f"{other}={value}" for other, value in request.cookies.items() if other != name]
-    others.append(f"{name}=")
-    fixed = len("; ".join(others))
+    cookies = request.cookies
+    fixed = len(name) + 1  # "session="
+    for other, value in cookies.items():
+        if other != name:
+            fixed += len(other) + len(value) + 3  # "other=value; "
     data = dict(session)
-    json_bytes = len(interface.serializer.dumps(data).encode())
+    json_bytes = _plain_json_length(app, data)
+    if json_bytes is None:
+        json_bytes = len(interface.serializer.dumps(data).encode())
     digest_size: int = interface.digest_method(b"").digest_size
     signature = -(-digest_size * 4 // 3)
     bound: int = -(-json_bytes * 4 // 3) + 1 + _TIMESTAMP_CHARS + 1 + signature
@@ -193,3 +200,30 @@ def _cookie_header_size() -> int:
     if serializer is None:
         return 0
     return fixed + len(serializer.dumps(data))
+
+
+def _plain_json_length(app: Any, data: dict[str, Any]) -> int | None:
+    """The length of the session serializer's JSON for ``data``, from the C encoder alone, when
+    ``data`` holds only what that serializer writes as plain JSON (dicts of str keys, lists,
+    exact str, int, float, bool, None; no one-key dict with a tag-like key) and the app uses
+    Flask's default JSON provider (ASCII, compact); ``None`` otherwise: the tagged serializer
+    tells it then. A sign-in's session is plain, and this skips the serializer's Python walk
+    of every value."""
+    if type(app.json) is not DefaultJSONProvider or not app.json.ensure_ascii:
+        return None
+    if not _plain(data):
+        return None
+    return len(json.dumps(data, separators=(",", ":")))
+
+
+def _plain(value: Any) -> bool:
+    kind = type(value)
+    if kind is str or kind is int or kind is bool or kind is float or value is None:
+        return True
+    if kind is list:
+        return all(_plain(item) for item in value)
+    if kind is dict:
+        if len(value) == 1 and str(next(iter(value))).startswith(" "):
+            return False  # TaggedJSONSerializer wraps it (" di")
+        return all(type(key) is str and _plain(item) for key, item in value.items())
+    return False

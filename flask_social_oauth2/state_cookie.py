@@ -17,14 +17,16 @@ import hmac
 import json
 import time
 import zlib
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from hashlib import sha1
 from types import MappingProxyType
 from typing import Any, Final
 
 from flask import Flask, after_this_request, current_app, g, request
-from itsdangerous import BadData, Signer, TimedSerializer, TimestampSigner
+from itsdangerous import BadData, TimestampSigner
 from itsdangerous.encoding import base64_decode, base64_encode, want_bytes
+from werkzeug.http import http_date
 
 from .errors import SocialOAuth2Error
 
@@ -133,26 +135,11 @@ class PendingFlow:
         )
 
 
-class _StateSigner(TimestampSigner):
-    """:class:`TimestampSigner` that derives each key once, not on every sign and unsign."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._derived: dict[bytes, bytes] = {}
-
-    def derive_key(self, secret_key: str | bytes | None = None) -> bytes:
-        key = self.secret_keys[-1] if secret_key is None else want_bytes(secret_key)
-        derived = self._derived.get(key)
-        if derived is None:
-            derived = self._derived[key] = super().derive_key(key)
-        return derived
-
-
 class _Base64JSON:
     """The payload format of :class:`~itsdangerous.URLSafeTimedSerializer` (compact JSON in
-    URL-safe base64), handed to itsdangerous as its documented ``serializer`` argument, without
-    the zlib attempt: random state and verifier hardly compress, and trying was a third of
-    ``dumps``. Compressed values (a leading ``.``) are still read, to a bounded size."""
+    URL-safe base64), without the zlib attempt: random state and verifier hardly compress, and
+    trying was a third of ``dumps``. Compressed values (a leading ``.``) are still read, to a
+    bounded size."""
 
     @staticmethod
     def dumps(obj: Any) -> str:
@@ -170,24 +157,42 @@ class _Base64JSON:
         return json.loads(base64_decode(payload))
 
 
-class StateSerializer(TimedSerializer[str]):
-    """:class:`TimedSerializer` of :class:`_Base64JSON` payloads that builds its signers once,
-    not on every ``dumps`` and ``loads`` (signers hold no per-call state)."""
+class StateSerializer:
+    """The state cookie's value: what :class:`~itsdangerous.URLSafeTimedSerializer` writes and
+    reads (its payload, signed with its :class:`~itsdangerous.TimestampSigner`, same salt, key
+    derivation and HMAC-SHA1), made with one signer built once per key set, through its public
+    ``sign`` and ``unsign``. The serializer classes would make new signers on every ``dumps``
+    and ``loads``, one per key; the signer is given ``hashlib.sha1`` itself, whose HMAC runs in
+    C (itsdangerous' default is a Python wrapper of it, which ``hmac`` runs in Python).
 
-    def __init__(self, secret_key: Any, salt: str | bytes | None = _SALT) -> None:
-        super().__init__(secret_key, salt=salt, serializer=_Base64JSON, signer=_StateSigner)
-        self._signer = super().make_signer(self.salt)
-        self._unsigners = tuple(super().iter_unsigners(self.salt))
+    :param secret_keys: The key, or the keys oldest first: the last signs, all verify.
+    """
 
-    def make_signer(self, salt: str | bytes | None = None) -> Signer:
-        if salt is None or want_bytes(salt) == self.salt:
-            return self._signer
-        return super().make_signer(salt)
+    __slots__ = ("_signer", "salt")
 
-    def iter_unsigners(self, salt: str | bytes | None = None) -> Iterator[TimestampSigner]:
-        if salt is None or want_bytes(salt) == self.salt:
-            return iter(self._unsigners)
-        return super().iter_unsigners(salt)
+    def __init__(
+        self, secret_keys: str | bytes | Sequence[str | bytes], salt: str | bytes = _SALT
+    ) -> None:
+        self.salt = want_bytes(salt)
+        keys: list[Any] = [secret_keys] if isinstance(secret_keys, str | bytes) else [*secret_keys]
+        self._signer = TimestampSigner(keys, salt=self.salt, digest_method=sha1)
+
+    def dumps(self, obj: Any) -> str:
+        """``obj`` as a signed, timestamped value."""
+        return self._signer.sign(_Base64JSON.dumps(obj)).decode("ascii")
+
+    def loads(self, value: str, max_age: int) -> Any:
+        """What ``value`` holds, if it was signed with one of the keys at most ``max_age``
+        seconds ago.
+
+        :raises itsdangerous.BadData: for a bad signature or an expired value.
+        :raises ValueError: for a payload that is not (bounded) JSON.
+        """
+        payload = self._signer.unsign(value, max_age=max_age)
+        return _Base64JSON.loads(payload.decode("utf-8"))
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} salt={self.salt!r}>"
 
 
 def app_scope(*parts: str) -> str:
@@ -213,7 +218,7 @@ def decode(serializer: StateSerializer, value: str | None, ttl: int, now: int) -
         return []
     try:
         items = serializer.loads(value, max_age=ttl)
-    except (BadData, ValueError, TypeError):
+    except (BadData, ValueError, TypeError, RecursionError):
         return []
     if not isinstance(items, list):
         return []
@@ -342,25 +347,41 @@ class StateCookieStore:
             after_this_request(self._write_cookie)
 
     def _write_cookie(self, response: Any) -> Any:
-        value = encode(self.serializer(current_app), g.get(_G_FLOWS) or [])
+        flows = g.get(_G_FLOWS)
+        value = encode(self.serializer(current_app), flows) if flows else None
         secure = request.is_secure
         name, path = (self._secure_name, "/") if secure else (self.name, self.path)
-        if value is None:
-            response.delete_cookie(name, path=path, secure=secure, httponly=True, samesite="Lax")
-        else:
-            response.set_cookie(
-                name,
-                value,
-                max_age=self.ttl,
-                path=path,
-                secure=secure,
-                httponly=True,
-                samesite="Lax",
-            )
+        # Expires as werkzeug writes it from Max-Age, formatted once a second, not per cookie
+        expires, max_age = (_EXPIRED, 0) if value is None else (_expires(self.ttl), self.ttl)
+        response.set_cookie(
+            name,
+            value or "",
+            max_age=max_age,
+            expires=expires,
+            path=path,
+            secure=secure,
+            httponly=True,
+            samesite="Lax",
+        )
         _vary_on_cookie(response)
         for header, value in FLOW_PAGE_HEADERS.items():
             response.headers.setdefault(header, value)
         return response
+
+
+#: The ``Expires`` of a deleted cookie, as werkzeug's ``delete_cookie`` writes it.
+_EXPIRED: Final = http_date(0)
+_expires_at: tuple[int, str] = (0, _EXPIRED)
+
+
+def _expires(ttl: int) -> str:
+    """The HTTP date ``ttl`` seconds from now (whole seconds, as werkzeug writes it)."""
+    global _expires_at
+    moment = int(time.time()) + ttl
+    cached = _expires_at
+    if cached[0] != moment:
+        cached = _expires_at = (moment, http_date(moment))
+    return cached[1]
 
 
 def _vary_on_cookie(response: Any) -> None:

@@ -150,21 +150,37 @@ def token_request_body(
     client_fields: Sequence[tuple[str, str]] = (),
 ) -> str:
     """The form body of the authorization code token request, with the client's
-    authentication fields (see :mod:`flask_social_oauth2.client_auth`)."""
+    authentication fields (see :mod:`flask_social_oauth2.client_auth`): the body oauthlib's
+    ``prepare_token_request`` builds, in its order, encoded by :func:`urllib.parse.urlencode`
+    alone (oauthlib parses an empty query and re-encodes every value first, for the same
+    bytes)."""
     extra: dict[str, str] = dict(settings.access_token_params)
     extra.update(client_fields)
-    from oauthlib.oauth2.rfc6749.parameters import prepare_token_request
+    if "client_id" in extra or "scope" in extra:  # oauthlib's own handling of these
+        from oauthlib.oauth2.rfc6749.parameters import prepare_token_request
 
-    body: str = prepare_token_request(
-        "authorization_code",
-        code=code,
-        redirect_uri=redirect_uri,
-        code_verifier=verifier,
-        client_id=settings.client_id,
-        include_client_id=True,
-        **extra,
+        body: str = prepare_token_request(
+            "authorization_code",
+            code=code,
+            redirect_uri=redirect_uri,
+            code_verifier=verifier,
+            client_id=settings.client_id,
+            include_client_id=True,
+            **extra,
+        )
+        return body
+    params = [("grant_type", "authorization_code"), ("client_id", settings.client_id)]
+    if verifier is not None:
+        params.append(("code_verifier", verifier))
+    client_secret = extra.pop("client_secret", None)
+    if client_secret is not None:
+        params.append(("client_secret", client_secret))
+    params.extend(
+        (name, value)
+        for name, value in (("code", code), ("redirect_uri", redirect_uri), *extra.items())
+        if value
     )
-    return body
+    return urlencode(params)
 
 
 def refresh_request_body(

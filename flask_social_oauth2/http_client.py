@@ -294,7 +294,7 @@ class ProviderHTTPClient:
             preload_content=False,
             decode_content=False,
             retries=self._adapter.max_retries,
-            timeout=Timeout(connect=timeout, read=timeout),
+            timeout=_timeout(timeout),
             chunked=False,
         )
 
@@ -338,6 +338,20 @@ class ProviderHTTPClient:
 
 #: requests' own (untyped): a proxy address without a scheme is an http one.
 _with_scheme: Callable[[str, str], str] = requests.utils.prepend_scheme_if_needed
+
+
+_timeouts: dict[float, Timeout] = {}
+
+
+def _timeout(seconds: float) -> Timeout:
+    """urllib3's connect and read timeout of ``seconds``, made once per value (a pool clones it
+    for each request, so one object serves all)."""
+    found = _timeouts.get(seconds)
+    if found is None:
+        if len(_timeouts) >= _MAX_ROUTES:
+            _timeouts.clear()
+        found = _timeouts[seconds] = Timeout(connect=seconds, read=seconds)
+    return found
 
 
 def _with_params(url: str, params: Mapping[str, str]) -> str:

@@ -26,7 +26,7 @@ from typing import Any, Final
 from flask import Flask, after_this_request, current_app, g, request
 from itsdangerous import BadData, TimestampSigner
 from itsdangerous.encoding import base64_decode, base64_encode, want_bytes
-from werkzeug.http import http_date
+from werkzeug.http import dump_cookie
 
 from .errors import SocialOAuth2Error
 
@@ -327,61 +327,59 @@ class StateCookieStore:
 
     def load(self) -> list[PendingFlow]:
         """The current browser's pending flows, read once per request (kept in :data:`flask.g`)."""
-        flows: list[PendingFlow] | None = g.get(_G_FLOWS)
+        request_g = g._get_current_object()
+        flows: list[PendingFlow] | None = getattr(request_g, _G_FLOWS, None)
         if flows is None:
-            value = request.cookies.get(self.cookie_name(request.is_secure))
+            req = request._get_current_object()  # type: ignore[attr-defined]
+            value = req.cookies.get(self._secure_name if req.is_secure else self.name)
             if value:
-                serializer = self.serializer(current_app)
-                flows = decode(serializer, value, self.ttl, now())
+                app = current_app._get_current_object()  # type: ignore[attr-defined]
+                flows = decode(self.serializer(app), value, self.ttl, now())
             else:
                 flows = []  # a browser's first sign-in: nothing to verify
-            setattr(g, _G_FLOWS, flows)
+            setattr(request_g, _G_FLOWS, flows)
         return list(flows)
 
     def save(self, flows: list[PendingFlow]) -> None:
         """Replace the current browser's pending flows; the cookie is written on the response."""
-        first_save = g.get(_G_DIRTY) is None
-        setattr(g, _G_FLOWS, list(flows))
-        setattr(g, _G_DIRTY, True)
+        request_g = g._get_current_object()
+        first_save = getattr(request_g, _G_DIRTY, None) is None
+        setattr(request_g, _G_FLOWS, list(flows))
+        setattr(request_g, _G_DIRTY, True)
         if first_save:
             after_this_request(self._write_cookie)
 
     def _write_cookie(self, response: Any) -> Any:
-        flows = g.get(_G_FLOWS)
-        value = encode(self.serializer(current_app), flows) if flows else None
+        app = current_app._get_current_object()  # type: ignore[attr-defined]
+        flows = getattr(g._get_current_object(), _G_FLOWS, None)
+        value = encode(self.serializer(app), flows) if flows else None
         secure = request.is_secure
-        name, path = (self._secure_name, "/") if secure else (self.name, self.path)
-        # Expires as werkzeug writes it from Max-Age, formatted once a second, not per cookie
-        expires, max_age = (_EXPIRED, 0) if value is None else (_expires(self.ttl), self.ttl)
-        response.set_cookie(
-            name,
+        # Max-Age alone (RFC 6265 5.2.2; what every current browser reads): werkzeug's Expires
+        # beside it cost a date formatted here and parsed again by every client, per cookie.
+        cookie = dump_cookie(
+            self._secure_name if secure else self.name,
             value or "",
-            max_age=max_age,
-            expires=expires,
-            path=path,
+            max_age=self.ttl if value else 0,
+            path="/" if secure else self.path,
             secure=secure,
             httponly=True,
             samesite="Lax",
+            sync_expires=False,
+            max_size=app.config["MAX_COOKIE_SIZE"],
         )
-        _vary_on_cookie(response)
-        for header, value in FLOW_PAGE_HEADERS.items():
-            response.headers.setdefault(header, value)
+        headers = response.headers
+        headers.add("Set-Cookie", cookie)
+        # Vary and the flow page's headers, each looked for once (a Headers lookup that misses
+        # raises and catches an HTTP exception inside werkzeug)
+        present = {name.lower() for name, _ in headers.items()}
+        if "vary" in present:
+            _vary_on_cookie(response)
+        else:
+            headers.add("Vary", "Cookie")
+        for header, default in FLOW_PAGE_HEADERS.items():
+            if header.lower() not in present:
+                headers.add(header, default)
         return response
-
-
-#: The ``Expires`` of a deleted cookie, as werkzeug's ``delete_cookie`` writes it.
-_EXPIRED: Final = http_date(0)
-_expires_at: tuple[int, str] = (0, _EXPIRED)
-
-
-def _expires(ttl: int) -> str:
-    """The HTTP date ``ttl`` seconds from now (whole seconds, as werkzeug writes it)."""
-    global _expires_at
-    moment = int(time.time()) + ttl
-    cached = _expires_at
-    if cached[0] != moment:
-        cached = _expires_at = (moment, http_date(moment))
-    return cached[1]
 
 
 def _vary_on_cookie(response: Any) -> None:

@@ -304,3 +304,44 @@ def test_authorization_url_is_byte_for_byte_what_oauthlib_builds(changes: dict[s
         *settings.authorization_params.items(),
     ]
     assert built == add_params_to_uri(settings.authorization_url, params)
+
+
+@pytest.mark.parametrize(
+    ("changes", "client_fields", "verifier"),
+    [
+        ({}, [], "v" * 43),
+        ({}, [("client_secret", "s3cr\u00e9t &=+")], "v" * 43),
+        ({}, [("client_secret", "")], None),
+        ({"clientID": "id with spaces/+&="}, [], None),
+        ({"accessTokenParams": {"resource": "https://api.example/", "empty": ""}}, [], "x" * 43),
+        ({"accessTokenParams": {"scope": "a b"}}, [], "x" * 43),
+        ({}, [("client_assertion_type", "urn:x"), ("client_assertion", "a.b.c")], "x" * 43),
+    ],
+)
+def test_token_request_body_is_byte_for_byte_what_oauthlib_builds(
+    changes: dict[str, Any], client_fields: list[tuple[str, str]], verifier: str | None
+) -> None:
+    from helpers import valid_block
+    from oauthlib.oauth2.rfc6749.parameters import prepare_token_request
+
+    from flask_social_oauth2 import OAuth2Settings
+
+    settings = OAuth2Settings.from_config(valid_block(**changes))
+    redirect_uri = "https://app.example/authenticate/x?a=b c&d=\u00e9"
+    code = "code/with+odd chars\u00e9"
+    built = flow.token_request_body(
+        settings,
+        code=code,
+        redirect_uri=redirect_uri,
+        verifier=verifier,
+        client_fields=client_fields,
+    )
+    assert built == prepare_token_request(
+        "authorization_code",
+        code=code,
+        redirect_uri=redirect_uri,
+        code_verifier=verifier,
+        client_id=settings.client_id,
+        include_client_id=True,
+        **{**settings.access_token_params, **dict(client_fields)},
+    )

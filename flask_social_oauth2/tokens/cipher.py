@@ -166,6 +166,10 @@ def _key_inputs(config: Mapping[str, Any]) -> tuple[Any, ...] | None:
     """What the keys of ``config`` are made from, as a cache key; ``None`` when it cannot be
     one (an unhashable or unexpected value: such a configuration is checked every time)."""
     configured = config.get(KEYS_SETTING)
+    if configured is None:  # the common case, without the checks below
+        secret, fallbacks = config.get("SECRET_KEY"), config.get("SECRET_KEY_FALLBACKS")
+        if not fallbacks and (secret is None or type(secret) in (str, bytes)):
+            return ("SECRET_KEY", secret)
     if configured is not None:
         if isinstance(configured, str | bytes) or not isinstance(configured, Sequence):
             return None

@@ -35,16 +35,19 @@ def scope_of(info: OAuth2Info) -> str | None:
     return scope if isinstance(scope, str) else None
 
 
-def dump_record(info: OAuth2Info) -> bytes:
-    """The JSON bytes kept (encrypted) for ``info``. ``expires_at`` must already be set when the
-    token expires (see :func:`with_expiry`)."""
+def dump_record(info: OAuth2Info, now: float | None = None) -> bytes:
+    """The JSON bytes kept (encrypted) for ``info``, as for :func:`with_expiry`'s result: an
+    ``expires_at`` not set yet is reckoned from ``expires_in`` and ``now`` (default: the time)."""
+    expires_at = info.expires_at
+    if expires_at is None and info.expires_in is not None:
+        expires_at = (time.time() if now is None else now) + info.expires_in
     record: dict[str, Any] = {
         "v": RECORD_VERSION,
         "access_token": info.access_token,
         "token_type": info.token_type,
         "refresh_token": info.refresh_token,
         "expires_in": info.expires_in,
-        "expires_at": info.expires_at,
+        "expires_at": expires_at,
         "params": kept_params(info),
     }
     if info.dpop_key is not None:  # the key the tokens are bound to (DPoP): kept with them

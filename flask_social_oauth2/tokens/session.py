@@ -62,7 +62,7 @@ class SessionTokenStore:
 
         :raises SocialOAuth2Error: outside a request.
         """
-        self._save_sealed(provider, key, seal(with_expiry(info)))
+        self._save_sealed(provider, key, seal(info))  # expires_at reckoned as it is sealed
 
     def delete(self, provider: str, key: str) -> None:
         """See :meth:`TokenStore.delete`."""

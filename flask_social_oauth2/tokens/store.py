@@ -78,7 +78,8 @@ def current_cipher() -> TokenCipher:
 
 
 def seal(info: OAuth2Info) -> str:
-    """``info``'s record, encrypted with the current app's first key."""
+    """``info``'s record (``expires_at`` reckoned from ``expires_in`` when not set, see
+    :func:`~.record.dump_record`), encrypted with the current app's first key."""
     return current_cipher().encrypt(dump_record(info))
 
 

@@ -51,20 +51,18 @@ def read_callback(provider: str) -> Callback | None:
     args = request.args
     if not args:
         return None
-    for name in _CALLBACK_PARAMS:
+    found: list[str | None] = []
+    for name in _CALLBACK_PARAMS:  # getlist: a missing name raises no KeyError inside werkzeug
         values = args.getlist(name)
         if len(values) > 1:
             raise InvalidCallbackError(provider, f"callback has {name!r} more than once")
         if values and len(values[0]) > MAX_CALLBACK_VALUE:
             raise InvalidCallbackError(provider, f"callback's {name!r} is too long")
-    if "error" not in args and "code" not in args and "state" not in args:
+        found.append(values[0] if values else None)
+    code, state, error, iss = found
+    if error is None and code is None and state is None:
         return None
-    return Callback(
-        state=args.get("state", ""),
-        code=args.get("code", ""),
-        error=args.get("error"),
-        iss=args.get("iss"),
-    )
+    return Callback(state=state or "", code=code or "", error=error, iss=iss)
 
 
 def head_response() -> Response:

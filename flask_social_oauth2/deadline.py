@@ -18,7 +18,7 @@ import socket
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from contextvars import ContextVar
+from contextvars import ContextVar, Token
 from typing import Any, Final
 
 from requests.adapters import HTTPAdapter
@@ -137,3 +137,15 @@ def deadline(timeout: float) -> Iterator[None]:
         yield
     finally:
         _deadline.reset(token)
+
+
+def set_deadline(timeout: float) -> Token[float | None]:
+    """What :func:`deadline` does on entering its block, for a caller that ends it itself with
+    :func:`reset_deadline` (one call each, where the context manager's generator costs more than
+    the request it bounds)."""
+    return _deadline.set(time.monotonic() + timeout)
+
+
+def reset_deadline(token: Token[float | None]) -> None:
+    """End the deadline that :func:`set_deadline` set."""
+    _deadline.reset(token)

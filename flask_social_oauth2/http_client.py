@@ -28,7 +28,7 @@ from urllib3 import exceptions as urllib3_errors
 from urllib3.exceptions import LocationValueError
 from urllib3.util import parse_url
 
-from .deadline import DeadlineAdapter, deadline
+from .deadline import DeadlineAdapter, deadline, reset_deadline, set_deadline
 from .errors import AuthenticationError
 from .provider_response import ProviderResponse
 
@@ -202,9 +202,12 @@ class ProviderHTTPClient:
         if headers:
             _check_header_values(headers, provider, step, host, error)
         started = time.monotonic()
+        bounded = set_deadline(timeout)  # every read of the answer, also of its body below
         try:
-            with deadline(timeout):  # every read of the answer, also of its body below
+            try:
                 response = self._send(method, url, headers, data, params, timeout)
+            finally:
+                reset_deadline(bounded)
         except (requests.RequestException, urllib3_errors.HTTPError, OSError) as exc:
             reason = _failure(exc)
             if reason == "timeout":

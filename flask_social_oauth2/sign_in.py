@@ -118,7 +118,7 @@ def start(provider: FlowProvider) -> Response:
         provider=provider.name,
         redirect_uri=redirect_uri,
         verifier=flow.new_verifier(),
-        next_url=safe_next_path(request.args.get("next")),
+        next_url=safe_next_path(_first(request.args.getlist("next"))),
         created=state_cookie.now(),
         nonce=flow.new_nonce() if provider.uses_nonce() else None,
         binding=flow_binding(provider, redirect_uri),
@@ -219,6 +219,12 @@ def finish_posted_code(provider: FlowProvider, code: str, verifier: str) -> OAut
     redirect_uri = resolve_redirect_uri(provider.settings.redirect_url)
     info = provider.exchange_code(code, redirect_uri=redirect_uri, verifier=verifier)
     return provider.verify_token(info, None)
+
+
+def _first(values: list[str]) -> str | None:
+    """The first of a query parameter's values (``getlist`` raises no KeyError for a missing
+    one inside werkzeug, as ``get`` does)."""
+    return values[0] if values else None
 
 
 def _flow_dpop_key(provider: str, pending: PendingFlow) -> DPoPKey | None:

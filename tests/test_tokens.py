@@ -95,56 +95,6 @@ def test_cipher_round_trip_and_rotation() -> None:
     assert old.decode() not in repr(rotated)
 
 
-def test_tokens_are_sealed_in_format_2_and_format_1_tokens_still_open() -> None:
-    old, new = Fernet.generate_key(), Fernet.generate_key()
-    cipher = TokenCipher([new, old])
-    sealed = cipher.encrypt(b"record")
-    assert sealed.startswith("v2.")
-    assert sealed.isascii()
-    assert "=" not in sealed
-    assert cipher.encrypt(b"record") != sealed  # a fresh nonce every time
-    # format 1: a Fernet token, as the store wrote before, under either key
-    assert cipher.decrypt(Fernet(old).encrypt(b"record").decode()) == b"record"
-    assert cipher.decrypt(Fernet(new).encrypt(b"record").decode()) == b"record"
-    with pytest.raises(InvalidToken):
-        TokenCipher([new]).decrypt(Fernet(old).encrypt(b"record").decode())
-
-
-@pytest.mark.parametrize(
-    "damage",
-    [
-        lambda sealed: sealed[:-2] + ("AA" if sealed[-2:] != "AA" else "BB"),  # the tag
-        lambda sealed: sealed[:3] + ("A" if sealed[3] != "A" else "B") + sealed[4:],  # nonce
-        lambda sealed: sealed[:20],  # cut short
-        lambda sealed: "v2.",  # nothing
-        lambda sealed: "v2.!!not base64!!",
-        lambda sealed: "v2.\u00e9",
-        lambda sealed: "gAAAAA\u00e9",  # a format-1 token that is not ASCII
-        lambda sealed: sealed.replace("v2.", "v3."),  # an unknown format
-    ],
-)
-def test_an_altered_token_is_cleanly_refused(damage: Any) -> None:
-    cipher = TokenCipher([Fernet.generate_key()])
-    with pytest.raises(InvalidToken):
-        cipher.decrypt(damage(cipher.encrypt(b"a record long enough to cut")))
-
-
-def test_the_format_2_key_is_derived_apart_from_the_fernet_key() -> None:
-    """The AES-256-GCM key is HKDF of the Fernet key with its own label: the same bytes never
-    serve two algorithms, and a token sealed under the Fernet key's raw bytes does not open."""
-    import base64
-    import os
-
-    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
-
-    key = Fernet.generate_key()
-    nonce = os.urandom(12)
-    raw = AESGCM(base64.urlsafe_b64decode(key)).encrypt(nonce, b"record", None)
-    forged = "v2." + base64.urlsafe_b64encode(nonce + raw).rstrip(b"=").decode()
-    with pytest.raises(InvalidToken):
-        TokenCipher([key]).decrypt(forged)
-
-
 def test_key_derived_from_secret_key_and_fallbacks_decrypt() -> None:
     before = app_cipher({"SECRET_KEY": "first secret"})
     sealed = before.encrypt(b"x")
@@ -418,7 +368,7 @@ def test_the_sessions_json_length_is_the_serializers_or_it_is_asked(
 
     app = make_app()
     with app.test_request_context():
-        data = {"social_oauth2_tokens": [["local", "alice", "v2.abc"]], "value": value}
+        data = {"social_oauth2_tokens": [["local", "alice", "gAAAAAabc"]], "value": value}
         reckoned = _plain_json_length(app, data)
         exact = len(app.session_interface.serializer.dumps(data))  # type: ignore[attr-defined]
     assert reckoned == (exact if plain else None)

@@ -1,21 +1,14 @@
-"""Encryption of stored tokens at rest.
+"""Encryption of stored tokens at rest with Fernet (AES-128-CBC and HMAC-SHA256).
 
-``SOCIAL_OAUTH2_TOKEN_KEYS`` lists Fernet keys: the first encrypts, all decrypt, so a key is
-rotated by putting a new one first. Without it, one key is derived from ``SECRET_KEY`` with HKDF
-and a fixed label, and keys derived from ``SECRET_KEY_FALLBACKS`` also decrypt.
-
-A token is sealed in format 2: ``"v2."`` and the URL-safe base64 (unpadded) of a random 96-bit
-nonce and the AES-256-GCM ciphertext with its tag, under a key derived from each Fernet key with
-HKDF-SHA256 and the label :data:`AEAD_LABEL` (one AEAD call where Fernet made a CBC cipher, a
-padder and an HMAC: a sixth of the token store's cost per sign-in). Tokens sealed before, in
-format 1 (Fernet tokens, AES-128-CBC with HMAC-SHA256), are still opened with the same keys
-(:class:`~cryptography.fernet.MultiFernet`), and replaced in format 2 at their next save.
+``SOCIAL_OAUTH2_TOKEN_KEYS`` lists Fernet keys: the first encrypts, all decrypt
+(:class:`~cryptography.fernet.MultiFernet`), so a key is rotated by putting a new one first.
+Without it, one key is derived from ``SECRET_KEY`` with HKDF and a fixed label, and keys
+derived from ``SECRET_KEY_FALLBACKS`` also decrypt.
 """
 
 from __future__ import annotations
 
 import base64
-import os
 import threading
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
@@ -24,16 +17,10 @@ from ..errors import ConfigurationError, ConfigurationProblem
 
 if TYPE_CHECKING:
     from cryptography.fernet import MultiFernet
-    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 #: The HKDF label of the key derived from ``SECRET_KEY``: a fixed value, so that the derived
 #: key differs from every other use of the secret (session signing, the state cookie).
 KEY_LABEL: Final = b"flask-social-oauth2 token encryption v1"
-#: The HKDF label of each format-2 (AES-256-GCM) key, derived from a Fernet key's 32 bytes.
-AEAD_LABEL: Final = b"flask-social-oauth2 token encryption v2 aes-256-gcm"
-#: What every format-2 token starts with (a Fernet token starts with ``gAAAAA``).
-V2_PREFIX: Final = "v2."
-_NONCE_BYTES: Final = 12
 KEYS_SETTING: Final = "SOCIAL_OAUTH2_TOKEN_KEYS"
 
 __all__ = ["KEYS_SETTING", "InvalidToken", "TokenCipher", "app_cipher", "derive_key"]
@@ -57,31 +44,24 @@ def derive_key(secret: str | bytes) -> bytes:
 
 
 class TokenCipher:
-    """Encrypts with the first key, decrypts with any (format 2, and format 1: see the module).
+    """Encrypts with the first key, decrypts with any.
 
     :param keys: Fernet keys (url-safe base64, as ``Fernet.generate_key()`` makes), newest
         first.
     """
 
-    __slots__ = ("_aeads", "_fernet", "_keys")
+    __slots__ = ("_fernet",)
 
     def __init__(self, keys: Sequence[str | bytes]) -> None:
-        from cryptography.fernet import Fernet
-        from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+        from cryptography.fernet import Fernet, MultiFernet
 
         if not keys:
             raise ValueError("at least one key is needed")
-        for key in keys:
-            Fernet(key)  # a malformed key is refused here, as it always was
-        self._keys = tuple(keys)
-        self._aeads: tuple[AESGCM, ...] = tuple(AESGCM(_aead_key(key)) for key in keys)
-        self._fernet: MultiFernet | None = None  # for format-1 tokens, made at the first
+        self._fernet: MultiFernet = MultiFernet([Fernet(key) for key in keys])
 
     def encrypt(self, data: bytes) -> str:
-        """``data`` encrypted and authenticated, as ASCII text (format 2)."""
-        nonce = os.urandom(_NONCE_BYTES)
-        sealed = self._aeads[0].encrypt(nonce, data, None)
-        return V2_PREFIX + base64.urlsafe_b64encode(nonce + sealed).rstrip(b"=").decode("ascii")
+        """``data`` encrypted and authenticated, as ASCII text."""
+        return self._fernet.encrypt(data).decode("ascii")
 
     def decrypt(self, token: str) -> bytes:
         """The data of ``token``.
@@ -89,46 +69,15 @@ class TokenCipher:
         :raises ~flask_social_oauth2.tokens.InvalidToken: when no key opens it or it was
             altered.
         """
-        if token.startswith(V2_PREFIX):
-            return self._decrypt_v2(token)
         from cryptography import fernet
 
-        if self._fernet is None:
-            self._fernet = fernet.MultiFernet([fernet.Fernet(key) for key in self._keys])
         try:
             return self._fernet.decrypt(token.encode("ascii"))
-        except (fernet.InvalidToken, UnicodeError):
+        except fernet.InvalidToken:
             raise InvalidToken("no key opens the token, or it was altered") from None
-
-    def _decrypt_v2(self, token: str) -> bytes:
-        from cryptography.exceptions import InvalidTag
-
-        encoded = token[len(V2_PREFIX) :]
-        try:
-            raw = base64.urlsafe_b64decode(encoded + "=" * (-len(encoded) % 4))
-        except (ValueError, UnicodeError):
-            raise InvalidToken("no key opens the token, or it was altered") from None
-        nonce, sealed = raw[:_NONCE_BYTES], raw[_NONCE_BYTES:]
-        if len(nonce) == _NONCE_BYTES:
-            for aead in self._aeads:
-                try:
-                    return aead.decrypt(nonce, sealed, None)
-                except InvalidTag:
-                    continue
-        raise InvalidToken("no key opens the token, or it was altered")
 
     def __repr__(self) -> str:
         return "TokenCipher(keys=<hidden>)"
-
-
-def _aead_key(fernet_key: str | bytes) -> bytes:
-    """The format-2 key of a Fernet key: HKDF-SHA256 of its 32 bytes, label
-    :data:`AEAD_LABEL`."""
-    from cryptography.hazmat.primitives import hashes
-    from cryptography.hazmat.primitives.kdf.hkdf import HKDF
-
-    material = base64.urlsafe_b64decode(fernet_key)
-    return HKDF(algorithm=hashes.SHA256(), length=32, salt=None, info=AEAD_LABEL).derive(material)
 
 
 _cache: dict[tuple[Any, ...], TokenCipher] = {}

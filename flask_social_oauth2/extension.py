@@ -398,16 +398,19 @@ class SocialOAuth2:
         signals.authenticated.send(app, provider=provider, info=info, profile=profile)
         if self._on_authenticated is not None:
             response = make_response(self._on_authenticated(provider, info, profile))
+            for header, value in FLOW_PAGE_HEADERS.items():
+                response.headers.setdefault(header, value)
+            return response
+        session[get_app_state(app).session_key] = profile.to_dict()
+        target = self.next_url()
+        if answer_json:  # a client-side framework's POST; a form-post callback ends as a GET
+            response = jsonify(signed_in=True, provider=provider.name, next=target)
         else:
-            session[get_app_state().session_key] = profile.to_dict()
-            target = self.next_url()
-            if answer_json:  # a client-side framework's POST; a form-post callback ends as a GET
-                response = jsonify(signed_in=True, provider=provider.name, next=target)
-            else:
-                response = current_app.response_class(status=302)
-                response.headers["Location"] = target
-        for header, value in FLOW_PAGE_HEADERS.items():
-            response.headers.setdefault(header, value)
+            response = app.response_class(status=302)
+            response.headers["Location"] = target
+        headers = response.headers
+        for header, value in FLOW_PAGE_HEADERS.items():  # a response of ours: none of them yet
+            headers.add(header, value)
         return response
 
 

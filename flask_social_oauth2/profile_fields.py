@@ -21,9 +21,13 @@ _FALSE: Final = frozenset({"false", "0"})
 
 def lookup(data: Any, path: str) -> Any:
     """The value at a dotted ``path`` in ``data`` (digits index lists), or ``None``."""
+    return _walk(data, tuple(path.split(".")))
+
+
+def _walk(data: Any, parts: tuple[str, ...]) -> Any:
     value = data
-    for part in path.split("."):
-        if isinstance(value, Mapping):
+    for part in parts:
+        if type(value) is dict or isinstance(value, Mapping):  # a dict: no ABC check
             value = value.get(part)
         elif isinstance(value, list) and part.isdigit() and int(part) < len(value):
             value = value[int(part)]
@@ -32,25 +36,45 @@ def lookup(data: Any, path: str) -> Any:
     return value
 
 
-def _paths(paths: FieldPath) -> tuple[str, ...]:
+#: A field's paths, split once: ``(read from the token answer, the path's parts)`` each.
+_Plan = tuple[tuple[bool, tuple[str, ...]], ...]
+#: Plans by field path: the paths are the providers' declared ones, a bounded set; the bound
+#: only guards against a caller passing paths made per call.
+_PLANS: dict[Any, _Plan] = {}
+_MAX_PLANS: Final = 4096
+#: Each mapping's plans (see :meth:`ProfileFields._plans`), by the mapping's id.
+_FIELD_PLANS: dict[int, tuple[Any, tuple[_Plan, ...]]] = {}
+
+
+def _plan(paths: FieldPath) -> _Plan:
+    try:
+        plan = _PLANS.get(paths)
+    except TypeError:  # an unhashable sequence of paths: split it each time
+        return _make_plan(paths)
+    if plan is None:
+        plan = _make_plan(paths)
+        if len(_PLANS) < _MAX_PLANS:
+            _PLANS[paths] = plan
+    return plan
+
+
+def _make_plan(paths: FieldPath) -> _Plan:
     if paths is None:
         return ()
-    return (paths,) if isinstance(paths, str) else paths
-
-
-def _values(data: Any, paths: FieldPath, token: Mapping[str, Any]) -> list[Any]:
-    found = []
-    for path in _paths(paths):
-        if path.startswith(_TOKEN_PREFIX):
-            found.append(lookup(token, path[len(_TOKEN_PREFIX) :]))
-        else:
-            found.append(lookup(data, path))
-    return found
+    plan = []
+    for path in (paths,) if isinstance(paths, str) else paths:
+        from_token = path.startswith(_TOKEN_PREFIX)
+        if from_token:
+            path = path[len(_TOKEN_PREFIX) :]
+        plan.append((from_token, tuple(path.split("."))))
+    return tuple(plan)
 
 
 def as_text(value: Any) -> str | None:
     """``value`` as a stripped non-empty string (numbers become strings), else ``None``."""
-    if isinstance(value, bool):
+    if type(value) is str:
+        return value.strip() or None
+    if value is None or isinstance(value, bool):
         return None
     if isinstance(value, int):
         return str(value)
@@ -81,8 +105,12 @@ def as_flag(value: Any) -> bool | None:
 
 def first_text(data: Any, paths: FieldPath, token: Mapping[str, Any] | None = None) -> str | None:
     """The first non-empty value among ``paths``, as a string; numbers become strings."""
-    for value in _values(data, paths, token or {}):
-        text = as_text(value)
+    return _first_text(_plan(paths), data, token or {})
+
+
+def _first_text(plan: _Plan, data: Any, token: Mapping[str, Any]) -> str | None:
+    for from_token, parts in plan:
+        text = as_text(_walk(token if from_token else data, parts))
         if text is not None:
             return text
     return None
@@ -90,11 +118,31 @@ def first_text(data: Any, paths: FieldPath, token: Mapping[str, Any] | None = No
 
 def first_flag(data: Any, paths: FieldPath, token: Mapping[str, Any] | None = None) -> bool | None:
     """The first boolean among ``paths`` (see :func:`as_flag`), else ``None``."""
-    for value in _values(data, paths, token or {}):
-        flag = as_flag(value)
+    return _first_flag(_plan(paths), data, token or {})
+
+
+def _first_flag(plan: _Plan, data: Any, token: Mapping[str, Any]) -> bool | None:
+    for from_token, parts in plan:
+        flag = as_flag(_walk(token if from_token else data, parts))
         if flag is not None:
             return flag
     return None
+
+
+#: The fields of :class:`ProfileFields` whose paths :meth:`ProfileFields.extract` reads, in the
+#: order of its plans.
+_PLANNED: Final = (
+    "provider_key",
+    "username",
+    "first_name",
+    "last_name",
+    "full_name",
+    "email",
+    "email_verified",
+    "avatar_url",
+    "email_valid",
+    "avatar_is_placeholder",
+)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -138,35 +186,49 @@ class ProfileFields:
         :param token: The other fields of the token answer, for ``token:`` paths.
         """
         params = token or {}
-        key = first_text(raw, self.provider_key, params)
+        plans = self._plans()
+        key = _first_text(plans[0], raw, params)
         if key is None:
             return None
-        email = first_text(raw, self.email, params)
+        email = _first_text(plans[5], raw, params)
         verified: bool | None = None
         if email is not None:
             if isinstance(self.email_verified, bool):
                 verified = self.email_verified
             else:
-                verified = first_flag(raw, self.email_verified, params)
-            if verified and first_flag(raw, self.email_valid, params) is False:
+                verified = _first_flag(plans[6], raw, params)
+            if verified and _first_flag(plans[8], raw, params) is False:
                 verified = False
-        avatar = first_text(raw, self.avatar_url, params)
-        if first_flag(raw, self.avatar_is_placeholder, params) is True:
+        avatar = _first_text(plans[7], raw, params)
+        if _first_flag(plans[9], raw, params) is True:
             avatar = None
         if avatar is not None and self.avatar_url_template is not None:
             avatar = self._avatar_from_template(key, avatar)
         return SocialProfile(
             provider_id=provider_id,
             provider_key=key,
-            username=first_text(raw, self.username, params),
-            first_name=first_text(raw, self.first_name, params),
-            last_name=first_text(raw, self.last_name, params),
-            full_name=first_text(raw, self.full_name, params),
+            username=_first_text(plans[1], raw, params),
+            first_name=_first_text(plans[2], raw, params),
+            last_name=_first_text(plans[3], raw, params),
+            full_name=_first_text(plans[4], raw, params),
             email=email,
             email_verified=verified,
             avatar_url=avatar,
             raw=raw,
         )
+
+    def _plans(self) -> tuple[_Plan, ...]:
+        """Each field's paths split, in the order of :data:`_PLANNED`, made once per mapping."""
+        found = _FIELD_PLANS.get(id(self))
+        if found is not None and found[0] is self:
+            return found[1]
+        plans = tuple(
+            () if isinstance(paths, bool) else _plan(paths)
+            for paths in (getattr(self, name) for name in _PLANNED)
+        )
+        if len(_FIELD_PLANS) < _MAX_PLANS:
+            _FIELD_PLANS[id(self)] = (self, plans)  # kept alive with it: its id stays its own
+        return plans
 
     def _avatar_from_template(self, key: str, value: str) -> str | None:
         assert self.avatar_url_template is not None

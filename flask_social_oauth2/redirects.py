@@ -23,7 +23,8 @@ def resolve_redirect_uri(redirect_url: str) -> str:
     """
     if not redirect_url.startswith("/"):
         return redirect_url
-    return f"{request.scheme}://{request.host}{request.script_root}{redirect_url}"
+    req = request._get_current_object()  # type: ignore[attr-defined]  # once, not thrice
+    return f"{req.scheme}://{req.host}{req.script_root}{redirect_url}"
 
 
 def safe_next_path(value: str | None) -> str | None:

@@ -8,7 +8,7 @@ that the current request has just signed in is on :data:`flask.g`, never on a sh
 from __future__ import annotations
 
 import logging
-from typing import Final
+from typing import Any, Final
 
 from flask import g, has_request_context, session
 
@@ -37,14 +37,19 @@ def remember_sign_in(provider: str, key: str, info: OAuth2Info) -> None:
     if store is None:
         return
     store.save(provider, key, info)
-    session[SIGNED_IN_KEY] = {**signed_in(), provider: key}
+    current = session._get_current_object()  # type: ignore[attr-defined]  # once, not twice
+    current[SIGNED_IN_KEY] = {**_identities(current), provider: key}
 
 
 def signed_in() -> dict[str, str]:
     """This browser's identities: provider name -> ``provider_key`` (empty outside a request)."""
     if not has_request_context():
         return {}
-    found = session.get(SIGNED_IN_KEY)
+    return _identities(session)
+
+
+def _identities(current: Any) -> dict[str, str]:
+    found = current.get(SIGNED_IN_KEY)
     if not isinstance(found, dict):
         return {}
     return {name: key for name, key in found.items() if isinstance(key, str)}
@@ -78,7 +83,7 @@ def link(user_id: str | int, provider: str | None = None, key: str | None = None
     if (provider is None) != (key is None):
         raise TypeError("link(user_id, provider=..., key=...) needs both provider and key")
     if provider is None or key is None:
-        just = getattr(g, _JUST_SIGNED_IN, None) if has_request_context() else None
+        just = g.get(_JUST_SIGNED_IN) if has_request_context() else None
         if just is None:
             raise SocialOAuth2Error(
                 "social.link(user_id) links the identity that this request has just signed in:"

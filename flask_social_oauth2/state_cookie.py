@@ -334,7 +334,7 @@ class StateCookieStore:
     def load(self) -> list[PendingFlow]:
         """The current browser's pending flows, read once per request (kept in :data:`flask.g`)."""
         request_g = g._get_current_object()
-        flows: list[PendingFlow] | None = getattr(request_g, _G_FLOWS, None)
+        flows: list[PendingFlow] | None = request_g.get(_G_FLOWS)  # no AttributeError raised
         if flows is None:
             req = request._get_current_object()  # type: ignore[attr-defined]
             value = req.cookies.get(self._secure_name if req.is_secure else self.name)
@@ -349,7 +349,7 @@ class StateCookieStore:
     def save(self, flows: list[PendingFlow]) -> None:
         """Replace the current browser's pending flows; the cookie is written on the response."""
         request_g = g._get_current_object()
-        first_save = getattr(request_g, _G_DIRTY, None) is None
+        first_save = request_g.get(_G_DIRTY) is None
         setattr(request_g, _G_FLOWS, list(flows))
         setattr(request_g, _G_DIRTY, True)
         if first_save:
@@ -357,7 +357,7 @@ class StateCookieStore:
 
     def _write_cookie(self, response: Any) -> Any:
         app = current_app._get_current_object()  # type: ignore[attr-defined]
-        flows = getattr(g._get_current_object(), _G_FLOWS, None)
+        flows = g._get_current_object().get(_G_FLOWS)
         value = encode(self.serializer(app), flows) if flows else None
         secure = request.is_secure
         # Max-Age alone (RFC 6265 5.2.2; what every current browser reads): werkzeug's Expires

@@ -98,8 +98,10 @@ class SessionTokenStore:
 
     # -- the session's list: [[provider, key, sealed token], ...], oldest first ---------------
 
-    def _entries(self) -> list[list[str]]:
-        entries = session.get(self.session_key)
+    def _entries(self, current: Any = None) -> list[list[str]]:
+        """The session's entries that have the expected shape; ``current`` is the session
+        object when the caller has resolved it already (a proxy lookup less)."""
+        entries = (session if current is None else current).get(self.session_key)
         if not isinstance(entries, list):
             return []
         return [
@@ -123,10 +125,11 @@ class SessionTokenStore:
             raise SocialOAuth2Error(
                 f"provider {provider!r}: the session token store keeps tokens only in a request"
             )
-        entries = [entry for entry in self._entries() if entry[:2] != [provider, key]]
+        current = session._get_current_object()  # type: ignore[attr-defined]
+        entries = [entry for entry in self._entries(current) if entry[:2] != [provider, key]]
         entries.append([provider, key, sealed])
-        session[self.session_key] = entries
-        while _cookie_header_size() > MAX_COOKIE_HEADER and entries:
+        current[self.session_key] = entries
+        while _cookie_header_size(current) > MAX_COOKIE_HEADER and entries:
             dropped = entries.pop(0)
             logger.warning(
                 "the session cookie would pass %d bytes: dropped the kept token of provider %r"
@@ -136,7 +139,7 @@ class SessionTokenStore:
                 dropped[0],
                 dropped[1],
             )
-            session[self.session_key] = entries
+            current[self.session_key] = entries
 
     # -- renewed tokens, for the other requests of the same browser ---------------------------
 
@@ -168,7 +171,7 @@ class SessionTokenStore:
                 self._successors.popitem(last=False)
 
 
-def _cookie_header_size() -> int:
+def _cookie_header_size(current: Any = None) -> int:
     """The length of the ``Cookie`` header the browser will send with this session (its other
     cookies as they came, and the session cookie as it would be written now), or an upper bound
     of it that fits. 0 when the app's sessions are not kept in a cookie.
@@ -176,7 +179,10 @@ def _cookie_header_size() -> int:
     It is an upper bound first, from the length of the session's JSON alone: the signed value
     is that JSON in base64 (or shorter, compressed), a timestamp and a signature. Only when the
     bound does not fit is the cookie built as Flask will (a second zlib, HMAC and serializer per
-    sign-in)."""
+    sign-in).
+
+    :param current: The request's session object, when the caller has it (not the proxy).
+    """
     app: Any = current_app._get_current_object()  # type: ignore[attr-defined]
     interface = app.session_interface
     if not isinstance(interface, SecureCookieSessionInterface) or not app.secret_key:
@@ -187,7 +193,9 @@ def _cookie_header_size() -> int:
     for other, value in cookies.items():
         if other != name:
             fixed += len(other) + len(value) + 3  # "other=value; "
-    data = dict(session)
+    if current is None:
+        current = session._get_current_object()  # type: ignore[attr-defined]
+    data = dict(current)  # the object, not the proxy: no proxy lookup per key
     json_bytes = _plain_json_length(app, data)
     if json_bytes is None:
         json_bytes = len(interface.serializer.dumps(data).encode())

@@ -52,8 +52,8 @@ def read_callback(provider: str) -> Callback | None:
     if not args:
         return None
     found: list[str | None] = []
-    for name in _CALLBACK_PARAMS:  # getlist: a missing name raises no KeyError inside werkzeug
-        values = args.getlist(name)
+    for name in _CALLBACK_PARAMS:  # a name looked for first: getlist catches a KeyError
+        values = args.getlist(name) if name in args else []
         if len(values) > 1:
             raise InvalidCallbackError(provider, f"callback has {name!r} more than once")
         if values and len(values[0]) > MAX_CALLBACK_VALUE:

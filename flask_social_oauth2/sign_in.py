@@ -12,6 +12,7 @@ import logging
 from typing import Protocol
 
 from flask import Response, current_app, request
+from werkzeug.datastructures import MultiDict
 
 from . import callback, flow, state_cookie
 from .callback import Callback
@@ -118,7 +119,7 @@ def start(provider: FlowProvider) -> Response:
         provider=provider.name,
         redirect_uri=redirect_uri,
         verifier=flow.new_verifier(),
-        next_url=safe_next_path(_first(request.args.getlist("next"))),
+        next_url=safe_next_path(_first(request.args, "next")),
         created=state_cookie.now(),
         nonce=flow.new_nonce() if provider.uses_nonce() else None,
         binding=flow_binding(provider, redirect_uri),
@@ -221,9 +222,12 @@ def finish_posted_code(provider: FlowProvider, code: str, verifier: str) -> OAut
     return provider.verify_token(info, None)
 
 
-def _first(values: list[str]) -> str | None:
-    """The first of a query parameter's values (``getlist`` raises no KeyError for a missing
-    one inside werkzeug, as ``get`` does)."""
+def _first(args: MultiDict[str, str], name: str) -> str | None:
+    """The first value of query parameter ``name``, looked for first: for a missing one,
+    ``get`` raises and catches an HTTP exception inside werkzeug, ``getlist`` a KeyError."""
+    if name not in args:
+        return None
+    values = args.getlist(name)
     return values[0] if values else None
 
 

@@ -149,3 +149,35 @@ def test_a_compressed_bomb_reads_as_no_flows() -> None:
     assert value.startswith(".")
     assert len(value) < MAX_COOKIE_VALUE * 2  # small enough to reach the decompression
     assert decode(make_serializer("key"), value, ttl=600, now=0) == []
+
+
+@pytest.mark.parametrize("secure", [False, True])
+@pytest.mark.parametrize("path", ["/", "/auth", "/a b;c/ü", "/%2F!$&'()*+,:=@"])
+@pytest.mark.parametrize("ttl", [1, 600])
+def test_the_set_cookie_value_is_what_werkzeug_writes(secure: bool, path: str, ttl: int) -> None:
+    from werkzeug.http import dump_cookie
+
+    store = StateCookieStore(name="social_oauth2_state_ab12cd34", path=path, ttl=ttl, scope="s")
+    signed = make_serializer("key").dumps([pending(0).to_list()])
+    for value in (signed, ""):  # a cookie written, and one deleted
+        expected = dump_cookie(
+            store.cookie_name(secure),
+            value,
+            max_age=ttl if value else 0,
+            path="/" if secure else path,
+            secure=secure,
+            httponly=True,
+            samesite="Lax",
+            sync_expires=False,
+            max_size=4093,
+        )
+        assert store._set_cookie_value(value, secure, 4093) == expected
+        assert store._set_cookie_value(value, secure, 0) == expected
+
+
+def test_an_oversized_set_cookie_value_warns_as_werkzeug_does() -> None:
+    store = StateCookieStore(name="social_oauth2_state_ab12cd34", ttl=600)
+    value = make_serializer("key").dumps([pending(0).to_list()])
+    with pytest.warns(UserWarning, match="cookie is too large"):
+        cookie = store._set_cookie_value(value, False, 100)
+    assert cookie.startswith(f"social_oauth2_state_ab12cd34={value}; Max-Age=600; HttpOnly")

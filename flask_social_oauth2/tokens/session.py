@@ -29,6 +29,9 @@ SUCCESSOR_TTL: Final = 60.0
 _MAX_SUCCESSORS: Final = 1024
 #: Characters of itsdangerous's base64 timestamp, at most (8 bytes of seconds).
 _TIMESTAMP_CHARS: Final = 11
+#: ``json.dumps(..., separators=(",", ":"))`` without a new encoder per call (it keeps no
+#: state between calls).
+_COMPACT_JSON: Final = json.JSONEncoder(separators=(",", ":"))
 
 
 class SessionTokenStore:
@@ -221,17 +224,25 @@ def _plain_json_length(app: Any, data: dict[str, Any]) -> int | None:
         return None
     if not _plain(data):
         return None
-    return len(json.dumps(data, separators=(",", ":")))
+    return len(_COMPACT_JSON.encode(data))
 
 
 def _plain(value: Any) -> bool:
     kind = type(value)
     if kind is str or kind is int or kind is bool or kind is float or value is None:
         return True
+    # loops rather than all() over generators, and a str item not walked into: a session is
+    # mostly strings
     if kind is list:
-        return all(_plain(item) for item in value)
+        for item in value:  # noqa: SIM110 - all() would run a generator frame per item
+            if type(item) is not str and not _plain(item):
+                return False
+        return True
     if kind is dict:
         if len(value) == 1 and str(next(iter(value))).startswith(" "):
             return False  # TaggedJSONSerializer wraps it (" di")
-        return all(type(key) is str and _plain(item) for key, item in value.items())
+        for key, item in value.items():
+            if type(key) is not str or (type(item) is not str and not _plain(item)):
+                return False
+        return True
     return False

@@ -22,7 +22,6 @@ from dataclasses import dataclass
 from hashlib import sha1
 from types import MappingProxyType
 from typing import Any, Final
-from urllib.parse import quote
 
 from flask import Flask, after_this_request, current_app, g, request
 from itsdangerous import BadData, TimestampSigner
@@ -37,8 +36,6 @@ MAX_PENDING_FLOWS: Final = 8
 MAX_COOKIE_VALUE: Final = 3500
 _SALT: Final = "flask-social-oauth2.state"
 _MAX_INFLATED: Final = 64 * 1024
-#: What werkzeug's ``dump_cookie`` leaves unquoted in a cookie's path.
-_COOKIE_PATH_SAFE: Final = "%!$&'()*+,/:=@"
 
 
 @dataclass(frozen=True, slots=True)
@@ -298,7 +295,7 @@ class StateCookieStore:
         ``SECRET_KEY`` (another scope) cannot read or plant this app's flows.
     """
 
-    __slots__ = ("_quoted_path", "_secure_name", "_serializer", "name", "path", "salt", "ttl")
+    __slots__ = ("_secure_name", "_serializer", "name", "path", "salt", "ttl")
 
     def __init__(self, *, name: str, path: str = "/", ttl: int = 600, scope: str = "") -> None:
         self.name = name
@@ -307,7 +304,6 @@ class StateCookieStore:
         self.ttl = ttl
         self.salt = f"{_SALT}/{scope}/{name}" if scope else _SALT
         self._serializer: tuple[Any, StateSerializer] | None = None
-        self._quoted_path: tuple[str, str] | None = None
 
     def cookie_name(self, secure: bool) -> str:
         """The cookie's name on https (``secure``) or plain http."""
@@ -384,36 +380,21 @@ class StateCookieStore:
         return response
 
     def _set_cookie_value(self, value: str, secure: bool, max_size: int = 4093) -> str:
-        """The ``Set-Cookie`` value of the cookie holding ``value`` (``""`` deletes it), exactly
-        as werkzeug's ``dump_cookie`` writes it with ``Max-Age`` alone (RFC 6265 5.2.2; what
-        every current browser reads; an ``Expires`` beside it cost a date formatted here and
-        parsed again by every client), ``HttpOnly`` and ``SameSite=Lax``. Written here, as a
-        signed value (URL-safe base64 and dots) never needs quoting: ``dump_cookie`` spent a
-        regular expression over the value and its argument handling on every cookie. A cookie
-        over ``max_size`` goes through ``dump_cookie`` itself, for its warning."""
-        path = "/" if secure else self.path
-        quoted = self._quoted_path
-        if quoted is None or quoted[0] != path:
-            quoted = (path, quote(path, safe=_COOKIE_PATH_SAFE))
-            self._quoted_path = quoted  # app-wide: it depends on the path alone
-        name = self._secure_name if secure else self.name
-        cookie = (
-            f"{name.encode().decode('latin1')}={value}; Max-Age={self.ttl if value else 0}; "
-            f"{'Secure; ' if secure else ''}HttpOnly; Path={quoted[1]}; SameSite=Lax"
+        """The ``Set-Cookie`` value of the cookie holding ``value`` (``""`` deletes it), with
+        ``Max-Age`` alone (RFC 6265 5.2.2; what every current browser reads; an ``Expires``
+        beside it cost a date formatted here and parsed again by every client), ``HttpOnly``
+        and ``SameSite=Lax``."""
+        return dump_cookie(
+            self._secure_name if secure else self.name,
+            value,
+            max_age=self.ttl if value else 0,
+            path="/" if secure else self.path,
+            secure=secure,
+            httponly=True,
+            samesite="Lax",
+            sync_expires=False,
+            max_size=max_size,
         )
-        if max_size and len(cookie) > max_size:
-            return dump_cookie(
-                name,
-                value,
-                max_age=self.ttl if value else 0,
-                path=path,
-                secure=secure,
-                httponly=True,
-                samesite="Lax",
-                sync_expires=False,
-                max_size=max_size,
-            )
-        return cookie
 
 
 def _vary_on_cookie(response: Any) -> None:

@@ -54,6 +54,8 @@ from flask.typing import ResponseReturnValue
 
 from flask_social_oauth2 import SocialOAuth2
 
+from .provider_server import CLIENT_SECRET
+
 CONTENDERS: Final = ("project", "bare", "authlib", "flask-dance")
 #: The whole-flow section's floor (issue 13); not in the other sections.
 BARE_URLLIB3: Final = "bare-urllib3"
@@ -62,7 +64,6 @@ POOL: Final = urllib3.PoolManager()
 #: The view of the "api call" section, in every app.
 API_PATH: Final = "/api-call"
 SCOPE: Final = "profile email"
-CLIENT_SECRET: Final = "bench-client-secret"
 #: Where each contender's sign-in starts.
 START_PATHS: Final = {
     "project": "/authenticate/bench",
@@ -100,9 +101,12 @@ def project_app(
     client_id: str = "project",
     token_store: str = "session",  # noqa: S107 - SOCIAL_OAUTH2_TOKEN_STORE, not a secret
     dpop: bool = False,
+    par: bool = False,
 ) -> Flask:
     """flask-social-oauth2; ``token_store`` is ``SOCIAL_OAUTH2_TOKEN_STORE``; ``dpop`` sets
-    ``customProperties.dpop`` (the sign-in's tokens bound to a key, RFC 9449)."""
+    ``customProperties.dpop`` (the sign-in's tokens bound to a key, RFC 9449); ``par`` pushes
+    every authorization request to the provider server's ``/par`` (RFC 9126:
+    ``pushedAuthorization: required``, ``pushedAuthorizationURL``)."""
     app = base_app("project" if client_id == "project" else client_id)
     app.config["SOCIAL_OAUTH2_TOKEN_STORE"] = token_store
     app.config["SOCIAL_OAUTH2_PROVIDERS"] = {
@@ -115,7 +119,12 @@ def project_app(
             "clientSecret": CLIENT_SECRET,
             "scope": SCOPE,
             "customProperties": {"apiBaseURL": f"{provider_url}/api"}
-            | ({"dpop": "true"} if dpop else {}),
+            | ({"dpop": "true"} if dpop else {})
+            | (
+                {"pushedAuthorization": "required", "pushedAuthorizationURL": f"{provider_url}/par"}
+                if par
+                else {}
+            ),
         }
     }
     social = SocialOAuth2(app)

@@ -23,7 +23,7 @@ from typing import Any, Final
 
 from flask import Flask
 
-from . import api_calls, config_load, gunicorn_load, import_time, inprocess, report
+from . import api_calls, config_load, gunicorn_load, import_time, inprocess, par_start, report
 from .apps import (
     BARE_URLLIB3,
     CONTENDERS,
@@ -85,7 +85,7 @@ SHORT: Final = Plan(
     import_rounds=7,
     import_runs=3,
 )
-SECTIONS: Final = ("redirect", "flow", "api", "gunicorn", "cost", "config", "import")
+SECTIONS: Final = ("redirect", "flow", "api", "par", "gunicorn", "cost", "config", "import")
 
 
 def log(message: str) -> None:
@@ -235,6 +235,18 @@ def run(plan: Plan, sections: Sequence[str], command: str) -> tuple[dict[str, An
                     DPOP_TARGET,
                 ),
             ]
+
+        if "par" in sections:
+            log("sign-in start with and without PAR, in process, real HTTP to the PAR endpoint")
+            pushed = par_start.measure(
+                server,
+                plan.rounds,
+                plan.redirect_batch_s,
+                on_round=lambda i, r: log(f"  par round {i + 1}: " + _brief(r)),
+            )
+            results["par"] = pushed.rounds.as_dict() | pushed.summary()
+            table += par_start.table(pushed)
+            checks.append(par_start.check(pushed))
 
         if "gunicorn" in sections:
             log("gunicorn, 2 workers, bounded concurrent load")

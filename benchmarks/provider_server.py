@@ -1,4 +1,4 @@
-"""A tiny HTTP/1.1 keep-alive token + userinfo + API server for the benchmarks, on loopback.
+"""A tiny HTTP/1.1 keep-alive token + userinfo + API + PAR server for the benchmarks, on loopback.
 
 It runs in its own process (``python -m benchmarks.provider_server``), so that it never competes
 with the measured process for the GIL, and answers every contender the same way:
@@ -12,9 +12,16 @@ with the measured process for the GIL, and answers every contender the same way:
   protected API answer, JSON
   ``{"sub": ..., "client": <client_id of the token>}``, so that the caller can check that its
   own token was sent.
+- ``POST /par``: a pushed authorization request (RFC 9126): a form with ``response_type=code``,
+  ``redirect_uri``, ``state`` and an S256 ``code_challenge``, client-authenticated with
+  :data:`CLIENT_SECRET` (in the form, ``client_secret_post``, or HTTP Basic) is answered 201
+  with ``{"request_uri": "urn:ietf:params:oauth:request_uri:<random>", "expires_in": 60}``;
+  anything else is a 400 ``invalid_request`` (401 ``invalid_client`` for the client's
+  authentication).
 - ``GET /stats``: per ``client_id``: token requests, token requests that carried a PKCE
   ``code_verifier``, profile requests and API requests; DPoP requests (token, profile and API
-  requests whose proof passed) and proofs whose signature was verified.
+  requests whose proof passed) and proofs whose signature was verified; pushed authorization
+  requests answered.
 
 DPoP (RFC 9449): a token request with a ``DPoP`` proof is answered with a ``token_type`` DPoP
 token bound to the proof's key (its RFC 7638 thumbprint). ``/userinfo`` and ``/api/me`` then
@@ -38,6 +45,7 @@ import base64
 import hashlib
 import json
 import os
+import secrets
 import signal
 import sys
 import time
@@ -56,6 +64,10 @@ PROFILE: Final = json.dumps(
         "picture": "https://example.org/ada.png",
     }
 ).encode()
+#: The client secret of every contender, checked by the PAR endpoint.
+CLIENT_SECRET: Final = "bench-client-secret"
+#: The prefix of the ``request_uri`` the PAR endpoint answers (RFC 9126 2.2).
+REQUEST_URI_PREFIX: Final = "urn:ietf:params:oauth:request_uri:"
 _MAX_HEAD: Final = 16 * 1024
 _MAX_BODY: Final = 64 * 1024
 #: DPoP proofs of each client whose signature is verified before sampling starts.
@@ -76,13 +88,15 @@ class Stats:
         self.api: defaultdict[str, int] = defaultdict(int)
         self.dpop: defaultdict[str, int] = defaultdict(int)
         self.verified: defaultdict[str, int] = defaultdict(int)
+        self.pushed: defaultdict[str, int] = defaultdict(int)
         self.issued = 0
         #: DPoP-bound access tokens: token -> the JWK thumbprint of its key.
         self.bound: dict[str, str] = {}
         self.jtis: set[str] = set()
 
     def as_json(self) -> bytes:
-        clients = set(self.tokens) | set(self.profiles) | set(self.api) | set(self.dpop)
+        clients = set(self.tokens) | set(self.profiles) | set(self.api)
+        clients |= set(self.dpop) | set(self.pushed)
         return json.dumps(
             {
                 client: {
@@ -92,6 +106,7 @@ class Stats:
                     "api_requests": self.api[client],
                     "dpop_requests": self.dpop[client],
                     "dpop_signatures_verified": self.verified[client],
+                    "par_requests": self.pushed[client],
                 }
                 for client in sorted(clients)
             }
@@ -107,6 +122,43 @@ def _basic_client_id(authorization: str) -> str:
     except ValueError:
         return ""
     return unquote_plus(pair.partition(":")[0])
+
+
+def _authenticated_client(form: dict[str, str], authorization: str) -> str | None:
+    """The client_id of a request authenticated with :data:`CLIENT_SECRET`, in the form
+    (``client_secret_post``) or HTTP Basic (RFC 6749 2.3.1); ``None`` for anything else."""
+    if authorization.startswith("Basic "):
+        try:
+            pair = base64.b64decode(authorization[6:]).decode("utf-8")
+        except ValueError:
+            return None
+        client_id, _, secret = pair.partition(":")
+        client_id, secret = unquote_plus(client_id), unquote_plus(secret)
+    else:
+        client_id, secret = form.get("client_id", ""), form.get("client_secret", "")
+    if not client_id or form.get("client_id", client_id) != client_id:
+        return None
+    return client_id if secrets.compare_digest(secret, CLIENT_SECRET) else None
+
+
+def pushed_request(stats: Stats, form: dict[str, str], authorization: str) -> tuple[str, bytes]:
+    """The status and JSON answer of a pushed authorization request (RFC 9126 2.1, 2.2);
+    counts the pushes answered."""
+    client_id = _authenticated_client(form, authorization)
+    if client_id is None:
+        return "401 Unauthorized", b'{"error":"invalid_client"}'
+    if (
+        form.get("response_type") != "code"
+        or not form.get("redirect_uri")
+        or not form.get("state")
+        or not form.get("code_challenge")
+        or form.get("code_challenge_method") != "S256"
+        or "request_uri" in form
+    ):
+        return "400 Bad Request", b'{"error":"invalid_request"}'
+    stats.pushed[client_id] += 1
+    request_uri = REQUEST_URI_PREFIX + secrets.token_urlsafe(24)
+    return "201 Created", json.dumps({"request_uri": request_uri, "expires_in": 60}).encode()
 
 
 def _bearer_client_id(authorization: str) -> str | None:
@@ -277,6 +329,10 @@ class ProviderProtocol(asyncio.Protocol):
                 {"access_token": access_token, "token_type": token_type, "expires_in": 3600}
             ).encode()
             return _response("200 OK", token, close=close)
+        if method == "POST" and path == "/par":
+            form = dict(parse_qsl(body.decode("utf-8")))
+            status, answer = pushed_request(stats, form, headers.get("authorization", ""))
+            return _response(status, answer, close=close)
         if method == "GET" and path == "/userinfo":
             bearer = self._authorized(method, path, headers)
             if bearer is None:

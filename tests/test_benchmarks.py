@@ -1,6 +1,6 @@
 """The benchmark code still runs: a tiny configuration load, one whole-flow round (of the
-project and of the urllib3 floor), one round of API calls of every contender and one round of
-the import section.
+project and of the urllib3 floor), one round of API calls of every contender, one round of the
+PAR section (and its endpoint) and one round of the import section.
 
 Timings are not asserted (machines are shared); the structure of the results and the success of
 every flow are.
@@ -8,6 +8,8 @@ every flow are.
 
 from __future__ import annotations
 
+import base64
+import json
 import os
 import sys
 from pathlib import Path
@@ -24,6 +26,7 @@ from benchmarks import (  # noqa: E402
     config_load,
     import_time,
     inprocess,
+    par_start,
     provider_server,
     report,
 )
@@ -64,6 +67,7 @@ def test_one_whole_flow_round_of_the_project_against_the_loopback_server() -> No
         "api_requests": 0,
         "dpop_requests": 0,
         "dpop_signatures_verified": 0,
+        "par_requests": 0,
     }
     assert cost.cookies_set >= 1
     assert cost.set_cookie_bytes > cost.cookie_bytes_sent > 0
@@ -135,6 +139,66 @@ def test_the_provider_server_checks_dpop_proofs() -> None:
     other = dpop.proof(key, "GET", url, access_token="at.c.1").rsplit(".", 1)[1]
     assert check(f"{signed}.{other}") is None  # claims that pass, a signature of others
     assert stats.dpop["c"] == stats.verified["c"] == 2
+
+
+def test_the_provider_server_par_endpoint_answers_authenticated_pushes() -> None:
+    stats = provider_server.Stats()
+    form = {
+        "response_type": "code",
+        "client_id": "c",
+        "redirect_uri": "http://localhost/cb",
+        "state": "s",
+        "code_challenge": "x" * 43,
+        "code_challenge_method": "S256",
+    }
+    secret = {"client_secret": provider_server.CLIENT_SECRET}
+    status, body = provider_server.pushed_request(stats, form | secret, "")
+    assert status == "201 Created"
+    answer = json.loads(body)
+    assert answer["expires_in"] == 60
+    assert answer["request_uri"].startswith(provider_server.REQUEST_URI_PREFIX)
+    basic = base64.b64encode(f"c:{provider_server.CLIENT_SECRET}".encode()).decode()
+    again = provider_server.pushed_request(stats, form, f"Basic {basic}")
+    assert again[0] == "201 Created"
+    assert json.loads(again[1])["request_uri"] != answer["request_uri"]  # fresh each time
+    wrong = {"client_secret": "not-the-secret"}
+    assert provider_server.pushed_request(stats, form | wrong, "")[0] == "401 Unauthorized"
+    assert provider_server.pushed_request(stats, form, "")[0] == "401 Unauthorized"
+    plain = form | secret | {"code_challenge_method": "plain"}
+    assert provider_server.pushed_request(stats, plain, "")[0] == "400 Bad Request"
+    assert stats.pushed == {"c": 2}
+
+
+def test_one_round_of_the_par_section() -> None:
+    with inprocess.provider_server() as server:
+        measured = par_start.measure(server, rounds=1, batch_s=0.01, warm_up=2)
+        stats = server.stats()
+    rounds = measured.rounds
+    assert list(rounds.rates) == list(par_start.CONTENDERS)
+    assert all(rates[0] > 0 for rates in rounds.rates.values())
+    # every start with PAR pushed once, every bare round trip too (after a start and back to
+    # back, the same number each), the start without PAR none
+    assert measured.pushes["project"] == 0
+    assert 2 * measured.pushes["project-par"] == measured.pushes["round-trip"] > 4
+    assert stats["project-par"]["par_requests"] == measured.pushes["project-par"]
+    summary = measured.summary()
+    assert summary["bare_round_trip_us"] > 0
+    assert len(summary["extra_in_round_trips"]) == len(summary["aa_in_round_trips"]) == 1
+    assert summary["with_over_without"] > 0
+    check = par_start.check(measured)
+    assert check.kind == "at most"
+    assert check.target == par_start.TARGET
+    lines = par_start.table(measured)
+    assert lines[0].startswith("sign-in start with and without PAR")
+    assert any(line.startswith("  with PAR / without PAR: ") for line in lines)
+    assert any("extra - round trip" in line for line in lines)
+
+
+def test_a_start_that_does_not_push_invalidates_the_par_section() -> None:
+    with inprocess.provider_server() as server:
+        not_pushing = par_start.start_runner(make_app("project", server.url), pushed=True)
+        with pytest.raises(inprocess.BenchmarkError, match="sign-in start answered 302"):
+            not_pushing(1)
 
 
 def test_an_api_view_that_answers_wrongly_invalidates_the_run() -> None:

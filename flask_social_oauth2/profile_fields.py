@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final
 from urllib.parse import quote
 
@@ -42,8 +42,6 @@ _Plan = tuple[tuple[bool, tuple[str, ...]], ...]
 #: only guards against a caller passing paths made per call.
 _PLANS: dict[Any, _Plan] = {}
 _MAX_PLANS: Final = 4096
-#: Each mapping's plans (see :meth:`ProfileFields._plans`), by the mapping's id.
-_FIELD_PLANS: dict[int, tuple[Any, tuple[_Plan, ...]]] = {}
 
 
 def _plan(paths: FieldPath) -> _Plan:
@@ -174,6 +172,16 @@ class ProfileFields:
     avatar_url_template: str | None = None
     email_valid: FieldPath = None
     avatar_is_placeholder: FieldPath = None
+    #: Each field's paths split, in the order of :data:`_PLANNED`: derived once, when the
+    #: mapping is made (mappings are declared per provider, then read on every sign-in).
+    _plans: tuple[_Plan, ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        plans = tuple(
+            () if isinstance(paths, bool) else _plan(paths)
+            for paths in (getattr(self, name) for name in _PLANNED)
+        )
+        object.__setattr__(self, "_plans", plans)  # frozen: set once, here
 
     def extract(
         self,
@@ -186,7 +194,7 @@ class ProfileFields:
         :param token: The other fields of the token answer, for ``token:`` paths.
         """
         params = token or {}
-        plans = self._plans()
+        plans = self._plans
         key = _first_text(plans[0], raw, params)
         if key is None:
             return None
@@ -216,19 +224,6 @@ class ProfileFields:
             avatar_url=avatar,
             raw=raw,
         )
-
-    def _plans(self) -> tuple[_Plan, ...]:
-        """Each field's paths split, in the order of :data:`_PLANNED`, made once per mapping."""
-        found = _FIELD_PLANS.get(id(self))
-        if found is not None and found[0] is self:
-            return found[1]
-        plans = tuple(
-            () if isinstance(paths, bool) else _plan(paths)
-            for paths in (getattr(self, name) for name in _PLANNED)
-        )
-        if len(_FIELD_PLANS) < _MAX_PLANS:
-            _FIELD_PLANS[id(self)] = (self, plans)  # kept alive with it: its id stays its own
-        return plans
 
     def _avatar_from_template(self, key: str, value: str) -> str | None:
         assert self.avatar_url_template is not None

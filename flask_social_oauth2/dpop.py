@@ -31,13 +31,12 @@ import hashlib
 import json
 import re
 import secrets
-import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Final, NoReturn, TypeVar
 from urllib.parse import SplitResult, urlsplit
 
+from .recently_used import RecentlyUsed
 from .www_authenticate import challenges
 
 if TYPE_CHECKING:
@@ -313,11 +312,8 @@ class NonceStore:
     """
 
     def __init__(self, max_servers: int = 1024) -> None:
-        if max_servers < 1:
-            raise ValueError("max_servers must be at least 1")
+        self._nonces: RecentlyUsed[str, str] = RecentlyUsed(max_servers, "max_servers")
         self.max_servers = max_servers
-        self._lock = threading.Lock()
-        self._nonces: OrderedDict[str, str] = OrderedDict()
 
     def get(self, url: str) -> str | None:
         """The last nonce of the server of ``url``, or ``None`` (also for a malformed URL)."""
@@ -325,11 +321,7 @@ class NonceStore:
             key = origin(url)
         except ValueError:
             return None
-        with self._lock:
-            nonce = self._nonces.get(key)
-            if nonce is not None:
-                self._nonces.move_to_end(key)
-            return nonce
+        return self._nonces.get(key)
 
     def remember(self, url: str, nonce: str | None) -> None:
         """Keep ``nonce`` as the server of ``url``'s last; ``None``, an invalid nonce or a
@@ -341,20 +333,14 @@ class NonceStore:
             key = origin(url)
         except ValueError:
             return
-        with self._lock:
-            self._nonces[key] = nonce
-            self._nonces.move_to_end(key)
-            while len(self._nonces) > self.max_servers:
-                self._nonces.popitem(last=False)
+        self._nonces.put(key, nonce)
 
     def clear(self) -> None:
         """Forget every nonce."""
-        with self._lock:
-            self._nonces.clear()
+        self._nonces.clear()
 
     def __len__(self) -> int:
-        with self._lock:
-            return len(self._nonces)
+        return len(self._nonces)
 
     def __repr__(self) -> str:
         return f"NonceStore(servers={len(self)}, max_servers={self.max_servers})"
@@ -377,11 +363,8 @@ class KeyCache:
     """
 
     def __init__(self, max_keys: int = 256) -> None:
-        if max_keys < 1:
-            raise ValueError("max_keys must be at least 1")
+        self._keys: RecentlyUsed[bytes, DPoPKey] = RecentlyUsed(max_keys, "max_keys")
         self.max_keys = max_keys
-        self._lock = threading.Lock()
-        self._keys: OrderedDict[bytes, DPoPKey] = OrderedDict()
 
     def load(self, text: str) -> DPoPKey:
         """The key of the export ``text`` (see :meth:`DPoPKey.load`); only a valid one is kept.
@@ -391,27 +374,18 @@ class KeyCache:
         if not isinstance(text, str) or len(text) > _MAX_EXPORT_LENGTH:
             return DPoPKey._read(text)  # refused there, with its message
         digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
-        with self._lock:
-            key = self._keys.get(digest)
-            if key is not None:
-                self._keys.move_to_end(digest)
-                return key
-        key = DPoPKey._read(text)  # outside the lock: two threads may both read; either is kept
-        with self._lock:
-            self._keys[digest] = key
-            self._keys.move_to_end(digest)
-            while len(self._keys) > self.max_keys:
-                self._keys.popitem(last=False)
+        key = self._keys.get(digest)
+        if key is None:
+            key = DPoPKey._read(text)  # two threads may both read it; either is kept
+            self._keys.put(digest, key)
         return key
 
     def clear(self) -> None:
         """Forget every key."""
-        with self._lock:
-            self._keys.clear()
+        self._keys.clear()
 
     def __len__(self) -> int:
-        with self._lock:
-            return len(self._keys)
+        return len(self._keys)
 
     def __repr__(self) -> str:
         return f"KeyCache(keys={len(self)}, max_keys={self.max_keys})"

@@ -118,7 +118,7 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     ("yaml_file",),
     ("http_client", "client_auth", "atproto"),
     ("settings", "deadline", "provider_response", "dpop"),
-    ("errors", "signals", "redirects", "urls", "www_authenticate"),
+    ("errors", "signals", "redirects", "urls", "www_authenticate", "recently_used"),
 )
 
 

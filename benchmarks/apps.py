@@ -11,6 +11,10 @@ ends a successful sign-in the same way: the profile kept in the session, a redir
 - ``bare-urllib3``: the same views, the callback's token POST and profile GET made with one
   module-level :class:`urllib3.PoolManager` (:data:`POOL`) instead: the floor on this stack
   (issue 13), in the whole-flow section only (its redirect step is ``bare``'s).
+- ``project-none``: the project configured for sign-in only (``SOCIAL_OAUTH2_TOKEN_STORE =
+  "none"``): like the bare views it keeps the profile and no token, so it is the one measured
+  against the floor; the default ``project`` also keeps the tokens, encrypted, in the session.
+  In the whole-flow section only.
 - ``authlib``: ``authlib.integrations.flask_client.OAuth`` with PKCE (``code_challenge_method``
   S256); ``authorize_redirect`` and ``authorize_access_token`` then ``.get("userinfo")``.
 - ``flask-dance``: an ``OAuth2ConsumerBlueprint`` with ``use_pkce=True``; the profile is fetched
@@ -59,6 +63,8 @@ from .provider_server import CLIENT_SECRET
 CONTENDERS: Final = ("project", "bare", "authlib", "flask-dance")
 #: The whole-flow section's floor (issue 13); not in the other sections.
 BARE_URLLIB3: Final = "bare-urllib3"
+#: The project keeping no token (sign-in only), measured against the floor; whole flow only.
+PROJECT_NONE: Final = "project-none"
 #: The pool of ``bare-urllib3``'s callbacks, one per process.
 POOL: Final = urllib3.PoolManager()
 #: The view of the "api call" section, in every app.
@@ -69,6 +75,7 @@ START_PATHS: Final = {
     "project": "/authenticate/bench",
     "bare": "/authenticate/bench",
     "bare-urllib3": "/authenticate/bench",
+    "project-none": "/authenticate/bench",
     "authlib": "/login",
     "flask-dance": "/login/bench",
 }
@@ -351,8 +358,9 @@ def flask_dance_app(provider_url: str) -> Flask:
 
 
 def make_app(contender: str, provider_url: str, *, api: bool = False) -> Flask:
-    """The app of ``contender`` (one of :data:`CONTENDERS`, or :data:`BARE_URLLIB3`); ``api``:
-    bare and Authlib keep the access token in Flask's session for the API view."""
+    """The app of ``contender`` (one of :data:`CONTENDERS`, :data:`BARE_URLLIB3` or
+    :data:`PROJECT_NONE`); ``api``: bare and Authlib keep the access token in Flask's session
+    for the API view."""
     if contender == "bare":
         return bare_app(provider_url, api=api)
     if contender == BARE_URLLIB3:
@@ -363,6 +371,8 @@ def make_app(contender: str, provider_url: str, *, api: bool = False) -> Flask:
         return flask_dance_app(provider_url)
     if contender == "project":
         return project_app(provider_url)
+    if contender == PROJECT_NONE:
+        return project_app(provider_url, client_id=PROJECT_NONE, token_store="none")
     raise ValueError(f"unknown contender {contender!r}")
 
 

@@ -1,5 +1,5 @@
 """The benchmark code still runs: a tiny configuration load, one whole-flow round (of the
-project and of the urllib3 floor), one round of API calls of every contender, one round of the
+project and of the urllib3 floor; the sign-in-only project keeps what the floor keeps), one round of API calls of every contender, one round of the
 PAR section (and its endpoint) and one round of the import section.
 
 Timings are not asserted (machines are shared); the structure of the results and the success of
@@ -30,8 +30,9 @@ from benchmarks import (  # noqa: E402
     provider_server,
     report,
 )
-from benchmarks.apps import API_PATH, BARE_URLLIB3, START_PATHS, make_app  # noqa: E402
-from benchmarks.stats import Check, run_rounds  # noqa: E402
+from benchmarks.apps import API_PATH, BARE_URLLIB3, PROJECT_NONE, START_PATHS, make_app  # noqa: E402
+from benchmarks.cli import _floor_lines  # noqa: E402
+from benchmarks.stats import Check, Rounds, run_rounds  # noqa: E402
 
 
 def test_config_load_benchmark_at_a_tiny_size(tmp_path: Path) -> None:
@@ -81,6 +82,44 @@ def test_the_bare_urllib3_floor_does_the_whole_flow() -> None:
         stats = server.stats()
     assert rounds.median_rate(BARE_URLLIB3) > 0
     assert stats[BARE_URLLIB3]["token_requests"] == stats[BARE_URLLIB3]["profile_requests"] == 3
+
+
+def test_the_sign_in_only_project_keeps_the_profile_and_no_token_like_the_floor() -> None:
+    with inprocess.provider_server() as server:
+        kept = {}
+        for name in ("project", PROJECT_NONE, BARE_URLLIB3):
+            browser = inprocess.signed_in_browser(
+                make_app(name, server.url), START_PATHS[name], "c"
+            )
+            with browser.session_transaction() as session:
+                kept[name] = dict(session)
+        stats = server.stats()
+    assert "social_oauth2_tokens" in kept["project"]
+    assert kept[PROJECT_NONE] == {"social_profile": kept["project"]["social_profile"]}
+    assert list(kept[BARE_URLLIB3]) == ["profile"]
+    assert kept[PROJECT_NONE]["social_profile"]["email"] == kept[BARE_URLLIB3]["profile"]["email"]
+    assert (
+        stats[PROJECT_NONE]["pkce_token_requests"] == stats[PROJECT_NONE]["profile_requests"] == 1
+    )
+
+
+def test_the_floor_lines_judge_the_sign_in_only_project_and_show_the_default() -> None:
+    rounds = Rounds(
+        "flows/s",
+        rates={
+            "project": [800.0, 1000.0],
+            PROJECT_NONE: [1000.0, 1250.0],
+            BARE_URLLIB3: [1000.0] * 2,
+        },
+        cpu_rates={"project": [900.0] * 2, PROJECT_NONE: [950.0] * 2, BARE_URLLIB3: [1000.0] * 2},
+    )
+    judged, shown, cost, blank = _floor_lines(rounds)
+    assert judged.startswith("  project-none / bare-urllib3 1.125x (judged; by this process's CPU")
+    assert judged.endswith(" 0.950x)")
+    assert shown.startswith("  project / bare-urllib3 0.900x (not judged: it also keeps tokens")
+    # per round 1,250 - 1,000 us and 1,000 - 800 us: a median of 225 us
+    assert cost == "  keeping the encrypted tokens in the session: +225 us per flow"
+    assert blank == ""
 
 
 def test_one_round_of_api_calls_of_every_contender(

@@ -18,6 +18,9 @@ from ..settings import OAuth2Info
 RECORD_VERSION: Final = 1
 #: The longest token-answer field kept besides the tokens.
 MAX_PARAM_LENGTH: Final = 1024
+#: ``json.dumps(..., separators=(",", ":"))`` without a new encoder per record (it keeps no
+#: state between calls).
+COMPACT_JSON: Final = json.JSONEncoder(separators=(",", ":"))
 
 
 def with_expiry(info: OAuth2Info, now: float | None = None) -> OAuth2Info:
@@ -52,7 +55,7 @@ def dump_record(info: OAuth2Info, now: float | None = None) -> bytes:
     }
     if info.dpop_key is not None:  # the key the tokens are bound to (DPoP): kept with them
         record["dpop_key"] = info.dpop_key
-    return json.dumps(record, separators=(",", ":")).encode()
+    return COMPACT_JSON.encode(record).encode()
 
 
 def load_record(data: bytes) -> OAuth2Info:

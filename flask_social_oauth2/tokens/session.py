@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import threading
 import time
@@ -16,7 +15,7 @@ from flask.sessions import SecureCookieSessionInterface
 
 from ..errors import SignInRequiredError, SocialOAuth2Error
 from ..settings import OAuth2Info
-from .record import with_expiry
+from .record import COMPACT_JSON, with_expiry
 from .store import IdentityLocks, Renew, refresh_due, seal, unseal
 
 logger = logging.getLogger("flask_social_oauth2")
@@ -29,9 +28,6 @@ SUCCESSOR_TTL: Final = 60.0
 _MAX_SUCCESSORS: Final = 1024
 #: Characters of itsdangerous's base64 timestamp, at most (8 bytes of seconds).
 _TIMESTAMP_CHARS: Final = 11
-#: ``json.dumps(..., separators=(",", ":"))`` without a new encoder per call (it keeps no
-#: state between calls).
-_COMPACT_JSON: Final = json.JSONEncoder(separators=(",", ":"))
 
 
 class SessionTokenStore:
@@ -224,7 +220,7 @@ def _plain_json_length(app: Any, data: dict[str, Any]) -> int | None:
         return None
     if not _plain(data):
         return None
-    return len(_COMPACT_JSON.encode(data))
+    return len(COMPACT_JSON.encode(data))
 
 
 def _plain(value: Any) -> bool:

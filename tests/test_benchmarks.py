@@ -1,6 +1,7 @@
 """The benchmark code still runs: a tiny configuration load, one whole-flow round (of the
-project and of the urllib3 floor; the sign-in-only project keeps what the floor keeps), one round of API calls of every contender, one round of the
-PAR section (and its endpoint) and one round of the import section.
+project and of the urllib3 floor; the sign-in-only project keeps what the floor keeps), one
+round of API calls of every contender, one round of the PAR section (and its endpoint) and one
+round of the import section.
 
 Timings are not asserted (machines are shared); the structure of the results and the success of
 every flow are.

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 from urllib.parse import quote
 
 from .settings import SocialProfile
@@ -127,20 +127,20 @@ def _first_flag(plan: _Plan, data: Any, token: Mapping[str, Any]) -> bool | None
     return None
 
 
-#: The fields of :class:`ProfileFields` whose paths :meth:`ProfileFields.extract` reads, in the
-#: order of its plans.
-_PLANNED: Final = (
-    "provider_key",
-    "username",
-    "first_name",
-    "last_name",
-    "full_name",
-    "email",
-    "email_verified",
-    "avatar_url",
-    "email_valid",
-    "avatar_is_placeholder",
-)
+class _Plans(NamedTuple):
+    """The split paths of each :class:`ProfileFields` field that :meth:`~ProfileFields.extract`
+    reads (a flag given as ``True``/``False`` has none)."""
+
+    provider_key: _Plan
+    username: _Plan
+    first_name: _Plan
+    last_name: _Plan
+    full_name: _Plan
+    email: _Plan
+    email_verified: _Plan
+    avatar_url: _Plan
+    email_valid: _Plan
+    avatar_is_placeholder: _Plan
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -172,14 +172,14 @@ class ProfileFields:
     avatar_url_template: str | None = None
     email_valid: FieldPath = None
     avatar_is_placeholder: FieldPath = None
-    #: Each field's paths split, in the order of :data:`_PLANNED`: derived once, when the
-    #: mapping is made (mappings are declared per provider, then read on every sign-in).
-    _plans: tuple[_Plan, ...] = field(init=False, repr=False, compare=False)
+    #: Each field's paths split: derived once, when the mapping is made (mappings are declared
+    #: per provider, then read on every sign-in).
+    _plans: _Plans = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        plans = tuple(
+        plans = _Plans._make(
             () if isinstance(paths, bool) else _plan(paths)
-            for paths in (getattr(self, name) for name in _PLANNED)
+            for paths in (getattr(self, name) for name in _Plans._fields)
         )
         object.__setattr__(self, "_plans", plans)  # frozen: set once, here
 
@@ -195,30 +195,30 @@ class ProfileFields:
         """
         params = token or {}
         plans = self._plans
-        key = _first_text(plans[0], raw, params)
+        key = _first_text(plans.provider_key, raw, params)
         if key is None:
             return None
-        email = _first_text(plans[5], raw, params)
+        email = _first_text(plans.email, raw, params)
         verified: bool | None = None
         if email is not None:
             if isinstance(self.email_verified, bool):
                 verified = self.email_verified
             else:
-                verified = _first_flag(plans[6], raw, params)
-            if verified and _first_flag(plans[8], raw, params) is False:
+                verified = _first_flag(plans.email_verified, raw, params)
+            if verified and _first_flag(plans.email_valid, raw, params) is False:
                 verified = False
-        avatar = _first_text(plans[7], raw, params)
-        if _first_flag(plans[9], raw, params) is True:
+        avatar = _first_text(plans.avatar_url, raw, params)
+        if _first_flag(plans.avatar_is_placeholder, raw, params) is True:
             avatar = None
         if avatar is not None and self.avatar_url_template is not None:
             avatar = self._avatar_from_template(key, avatar)
         return SocialProfile(
             provider_id=provider_id,
             provider_key=key,
-            username=_first_text(plans[1], raw, params),
-            first_name=_first_text(plans[2], raw, params),
-            last_name=_first_text(plans[3], raw, params),
-            full_name=_first_text(plans[4], raw, params),
+            username=_first_text(plans.username, raw, params),
+            first_name=_first_text(plans.first_name, raw, params),
+            last_name=_first_text(plans.last_name, raw, params),
+            full_name=_first_text(plans.full_name, raw, params),
             email=email,
             email_verified=verified,
             avatar_url=avatar,

@@ -9,6 +9,7 @@ request is retried: an authorization code is single use.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import re
@@ -96,8 +97,11 @@ class ProviderHTTPClient:
         self._ca_is_dir = os.path.isdir(self._ca_location)
         if self._ca_bundle:
             self._tls["ca_cert_dir" if self._ca_is_dir else "ca_certs"] = self._ca_bundle
-        self._routes: dict[str, _Route] = {}
-        self._routes_lock = threading.Lock()
+        #: Where a request to each address goes, worked out once per address (provider
+        #: addresses come from the configuration, and the proxies are read once).
+        self._route: Callable[[str], _Route] = functools.lru_cache(maxsize=_MAX_ROUTES)(
+            self._make_route
+        )
 
     def configure(self, session: requests.Session) -> None:
         """Give ``session`` this client's rules: its connection pools (shared, thread-safe),
@@ -301,18 +305,6 @@ class ProviderHTTPClient:
             chunked=False,
         )
 
-    def _route(self, url: str) -> _Route:
-        """Where a request to ``url`` goes, worked out once per address: provider addresses
-        come from the configuration, and the proxies are read once."""
-        route = self._routes.get(url)
-        if route is None:
-            route = self._make_route(url)
-            with self._routes_lock:
-                if len(self._routes) >= _MAX_ROUTES:
-                    self._routes.clear()
-                self._routes[url] = route
-        return route
-
     def _make_route(self, url: str) -> _Route:
         prepared = requests.PreparedRequest()
         prepared.prepare_url(url, None)  # as requests prepares it: IDNA host, requoted path
@@ -343,18 +335,11 @@ class ProviderHTTPClient:
 _with_scheme: Callable[[str, str], str] = requests.utils.prepend_scheme_if_needed
 
 
-_timeouts: dict[float, Timeout] = {}
-
-
+@functools.lru_cache(maxsize=_MAX_ROUTES)
 def _timeout(seconds: float) -> Timeout:
     """urllib3's connect and read timeout of ``seconds``, made once per value (a pool clones it
     for each request, so one object serves all)."""
-    found = _timeouts.get(seconds)
-    if found is None:
-        if len(_timeouts) >= _MAX_ROUTES:
-            _timeouts.clear()
-        found = _timeouts[seconds] = Timeout(connect=seconds, read=seconds)
-    return found
+    return Timeout(connect=seconds, read=seconds)
 
 
 def _with_params(url: str, params: Mapping[str, str]) -> str:
@@ -452,18 +437,10 @@ def _failure(exc: BaseException) -> str:
     return type(exc).__name__
 
 
-_netlocs: dict[str, str] = {}
-
-
+@functools.lru_cache(maxsize=_MAX_ROUTES)
 def _netloc(url: str) -> str:
     """The host (and port) of ``url``, as errors and logs name it."""
-    found = _netlocs.get(url)
-    if found is None:
-        found = urlsplit(url).netloc
-        if len(_netlocs) >= _MAX_ROUTES:
-            _netlocs.clear()
-        _netlocs[url] = found
-    return found
+    return urlsplit(url).netloc
 
 
 _client: ProviderHTTPClient | None = None

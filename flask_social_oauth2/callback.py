@@ -10,10 +10,12 @@ import base64
 import hashlib
 import json
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
 from flask import Response, current_app, g, request
+from werkzeug.datastructures import MultiDict
 
 from .errors import InvalidCallbackError
 from .state_cookie import FLOW_PAGE_HEADERS, PendingFlow
@@ -51,18 +53,36 @@ def read_callback(provider: str) -> Callback | None:
     args = request.args
     if not args:
         return None
-    found: list[str | None] = []
-    for name in _CALLBACK_PARAMS:  # a name looked for first: getlist catches a KeyError
-        values = args.getlist(name) if name in args else []
-        if len(values) > 1:
-            raise InvalidCallbackError(provider, f"callback has {name!r} more than once")
-        if values and len(values[0]) > MAX_CALLBACK_VALUE:
-            raise InvalidCallbackError(provider, f"callback's {name!r} is too long")
-        found.append(values[0] if values else None)
-    code, state, error, iss = found
+    code, state, error, iss = single_values(args, _CALLBACK_PARAMS, provider)
     if error is None and code is None and state is None:
         return None
     return Callback(state=state or "", code=code or "", error=error, iss=iss)
+
+
+def single_values(
+    fields: MultiDict[str, str],
+    names: Sequence[str],
+    provider: str,
+    *,
+    limits: Mapping[str, int] | None = None,
+) -> list[str | None]:
+    """The value of each of ``names`` in a callback's ``fields`` (its query or its form),
+    ``None`` for one that is absent.
+
+    :raises InvalidCallbackError: when one is given more than once, or is longer than its
+        limit (``limits``, else :data:`MAX_CALLBACK_VALUE`).
+    """
+    found: list[str | None] = []
+    for name in names:
+        # looked for first: for a missing name werkzeug's getlist raises and catches a KeyError
+        values = fields.getlist(name) if name in fields else []
+        if len(values) > 1:
+            raise InvalidCallbackError(provider, f"callback has {name!r} more than once")
+        limit = MAX_CALLBACK_VALUE if limits is None else limits.get(name, MAX_CALLBACK_VALUE)
+        if values and len(values[0]) > limit:
+            raise InvalidCallbackError(provider, f"callback's {name!r} is too long")
+        found.append(values[0] if values else None)
+    return found
 
 
 def head_response() -> Response:

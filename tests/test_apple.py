@@ -25,7 +25,7 @@ from flask_social_oauth2.local_idp import LocalUser, ManualClock
 from flask_social_oauth2.local_idp.apple import LocalAppleProvider
 from flask_social_oauth2.providers import apple_secret
 from flask_social_oauth2.providers.apple import first_sign_in_name
-from flask_social_oauth2.providers.form_post import HOP_FIELD
+from flask_social_oauth2.providers.form_post import HOP_FIELD, FormPost, read_form_post
 
 SERVICES_ID = "com.example.web"
 CALLBACK = "http://localhost/authenticate/apple"
@@ -316,9 +316,10 @@ def test_a_cancelled_sign_in_is_access_denied(apple_app: Flask) -> None:
         ('{"code": "c", "code_verifier": "v"}', "application/json", 415),
         ("code=a&code=b&state=s", "application/x-www-form-urlencoded", 400),
         ("user=" + "x" * 5000 + "&state=s", "application/x-www-form-urlencoded", 400),
+        ("code=" + "c" * 2049 + "&state=s", "application/x-www-form-urlencoded", 400),
         ("other=1", "application/x-www-form-urlencoded", 400),
     ],
-    ids=["json", "repeated", "oversized-user", "no-fields"],
+    ids=["json", "repeated", "oversized-user", "oversized-code", "no-fields"],
 )
 def test_bad_form_posts_are_refused(
     apple_app: Flask, data: str, content_type: str, status: int
@@ -327,6 +328,20 @@ def test_bad_form_posts_are_refused(
         answer = client.post("/authenticate/apple", data=data, content_type=content_type)
     assert answer.status_code == status
     assert "Sign-in failed" in answer.text
+
+
+def test_a_form_post_reads_each_field_once_with_the_user_field_allowed_more_length(
+    apple_app: Flask,
+) -> None:
+    user = json.dumps({"name": {"firstName": "A" * 3000}})  # over the 2,048 of the others
+    fields = {"user": user, "state": "s", "code": "c", HOP_FIELD: "1", "iss": "", "other": "x"}
+    with apple_app.test_request_context("/authenticate/apple", method="POST", data=fields):
+        received = read_form_post("apple")
+    assert received == FormPost(state="s", code="c", error=None, iss=None, user=user, hopped=True)
+    with apple_app.test_request_context("/authenticate/apple", method="POST", data={"state": "s"}):
+        assert read_form_post("apple") == FormPost(
+            state="s", code="", error=None, iss=None, user=None, hopped=False
+        )
 
 
 def test_the_unsigned_user_json_gives_the_name_only(

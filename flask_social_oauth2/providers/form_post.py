@@ -16,7 +16,7 @@ from typing import Final
 from flask import Response, current_app, request
 from markupsafe import escape
 
-from ..callback import MAX_CALLBACK_VALUE
+from ..callback import single_values
 from ..errors import InvalidCallbackError
 from ..state_cookie import FLOW_PAGE_HEADERS
 
@@ -56,23 +56,18 @@ def read_form_post(provider: str) -> FormPost:
         raise InvalidCallbackError(
             provider, "POST callback must be a form (response_mode=form_post)", status_code=415
         )
-    form = request.form
-    for name in (*_FIELDS, HOP_FIELD):
-        values = form.getlist(name)
-        if len(values) > 1:
-            raise InvalidCallbackError(provider, f"callback has {name!r} more than once")
-        limit = MAX_USER_FIELD if name == "user" else MAX_CALLBACK_VALUE
-        if values and len(values[0]) > limit:
-            raise InvalidCallbackError(provider, f"callback's {name!r} is too long")
-    if not any(form.get(name) for name in ("code", "state", "error")):
+    code, state, error, iss, user, hop = single_values(
+        request.form, (*_FIELDS, HOP_FIELD), provider, limits={"user": MAX_USER_FIELD}
+    )
+    if not (code or state or error):
         raise InvalidCallbackError(provider, "POST callback has no code, state or error")
     return FormPost(
-        state=form.get("state", ""),
-        code=form.get("code", ""),
-        error=form.get("error") or None,
-        iss=form.get("iss") or None,
-        user=form.get("user") or None,
-        hopped=form.get(HOP_FIELD) == "1",
+        state=state or "",
+        code=code or "",
+        error=error or None,
+        iss=iss or None,
+        user=user or None,
+        hopped=hop == "1",
     )
 
 

@@ -40,7 +40,7 @@ from typing import IO, Any
 from urllib.parse import urlsplit
 
 import requests
-from helpers import stop_process
+from helpers import callback_path, stop_process
 from oidc_provider_server import node_tools
 
 API_PREFIX = "/@atproto/oauth-provider/~api"
@@ -463,6 +463,18 @@ def sign_in_and_consent(
         consent["scope"] = scope
     consented = page.api("/consent", consent, bearer=token if isinstance(token, str) else None)
     return page.follow(consented)
+
+
+def sign_in_with_handle(client: Any, handle: str, password: str, base_url: str) -> Any:
+    """A whole Bluesky sign-in of the browser ``client`` (a Flask test client): the app's start
+    for ``handle`` (a redirect, asserted), :func:`sign_in_and_consent` on the PDS, then the
+    app's callback; returns the app's answer to the callback."""
+    started = client.get(
+        "/authenticate/bluesky", query_string={"handle": handle}, base_url=base_url
+    )
+    assert started.status_code == 302, started.text
+    callback = sign_in_and_consent(started.headers["Location"], handle, password)
+    return client.get(callback_path(callback), base_url=base_url)
 
 
 def reject_authorization(authorize_url: str, *, timeout: float = 10.0) -> str:

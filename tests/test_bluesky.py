@@ -12,7 +12,12 @@ from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import pytest
-from atproto_server import AtprotoServer, reject_authorization, sign_in_and_consent
+from atproto_server import (
+    AtprotoServer,
+    reject_authorization,
+    sign_in_and_consent,
+    sign_in_with_handle,
+)
 from fault_server import Behaviour, FaultServer
 from flask import Flask
 from helpers import MakeApp, assert_not_logged, callback_path
@@ -127,9 +132,8 @@ def test_an_expired_token_is_refreshed_at_the_accounts_server(
     alice = atproto_server.accounts["alice.test"]
     app = bluesky_app(make_app, atproto_server, tmp_path)
     client = app.test_client()
-    started = start(client, "alice.test")
-    callback = sign_in_and_consent(started.headers["Location"], "alice.test", alice.password)
-    assert client.get(callback_path(callback), base_url=BASE_URL).status_code == 302
+    finished = sign_in_with_handle(client, "alice.test", alice.password, BASE_URL)
+    assert finished.status_code == 302, finished.text
     store = app.extensions["social_oauth2"].runtime.token_store
     with app.app_context():
         info = store.load("bluesky", alice.did)
@@ -152,9 +156,8 @@ def test_unlinking_revokes_the_tokens_at_the_accounts_server(
     alice = atproto_server.accounts["alice.test"]
     app = bluesky_app(make_app, atproto_server, tmp_path)
     client = app.test_client()
-    started = start(client, "alice.test")
-    callback = sign_in_and_consent(started.headers["Location"], "alice.test", alice.password)
-    assert client.get(callback_path(callback), base_url=BASE_URL).status_code == 302
+    finished = sign_in_with_handle(client, "alice.test", alice.password, BASE_URL)
+    assert finished.status_code == 302, finished.text
     store = app.extensions["social_oauth2"].runtime.token_store
     with app.app_context():
         info = store.load("bluesky", alice.did)

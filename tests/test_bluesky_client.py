@@ -15,7 +15,7 @@ from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
 import pytest
-from atproto_server import AtprotoServer, sign_in_and_consent
+from atproto_server import AtprotoServer, sign_in_and_consent, sign_in_with_handle
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from flask import Flask, request
@@ -306,9 +306,8 @@ def test_a_published_clients_token_is_refreshed_with_a_fresh_assertion(
     store = app.extensions["social_oauth2"].runtime.token_store
     with live_server(app) as base_url:
         client = app.test_client()
-        started = client.get("/authenticate/bluesky?handle=alice.test", base_url=base_url)
-        callback = sign_in_and_consent(started.headers["Location"], "alice.test", alice.password)
-        assert client.get(callback_path(callback), base_url=base_url).status_code == 302
+        finished = sign_in_with_handle(client, "alice.test", alice.password, base_url)
+        assert finished.status_code == 302, finished.text
         with app.app_context():
             info = store.load("bluesky", alice.did)
             store.save("bluesky", alice.did, dataclasses.replace(info, expires_at=time.time() - 1))

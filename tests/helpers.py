@@ -361,6 +361,26 @@ def finish_fake(client: Any, state: str) -> Any:
     return client.get("/authenticate/fake", query_string={"code": "the-code", "state": state})
 
 
+def in_threads(work: Callable[[int], None], count: int) -> None:
+    """Run ``work(0)`` to ``work(count - 1)`` at once, one thread each, and wait for all;
+    the first failure in any of them is raised here."""
+    failures: list[BaseException] = []
+
+    def run(index: int) -> None:
+        try:
+            work(index)
+        except BaseException as failed:
+            failures.append(failed)
+
+    threads = [threading.Thread(target=run, args=(index,)) for index in range(count)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    if failures:
+        raise failures[0]
+
+
 def stop_process(process: subprocess.Popen[Any], grace: float = 10) -> None:
     """Stop a child process, waiting at most ``grace`` seconds for each step: Ctrl-C
     (SIGINT, so that it can clean up), then SIGTERM, then SIGKILL. A child that ignores the

@@ -10,7 +10,6 @@ import hashlib
 import json
 import pickle
 import secrets
-import threading
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -18,6 +17,7 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 
 import pytest
 import requests
+from helpers import in_threads
 from hypothesis import given
 from hypothesis import strategies as st
 from joserfc import jws, jwt
@@ -242,22 +242,13 @@ def test_no_private_key_in_the_key_caches_repr() -> None:
 def test_the_key_cache_is_thread_safe() -> None:
     cache = dpop.KeyCache(max_keys=5)
     texts = [DPoPKey.generate().export() for _ in range(8)]
-    failures: list[BaseException] = []
 
     def work(worker: int) -> None:
-        try:
-            for n in range(300):
-                text = texts[(worker * 3 + n) % len(texts)]
-                assert cache.load(text).export() == text
-        except BaseException as failed:  # pragma: no cover - the failure reported below
-            failures.append(failed)
+        for n in range(300):
+            text = texts[(worker * 3 + n) % len(texts)]
+            assert cache.load(text).export() == text
 
-    threads = [threading.Thread(target=work, args=(w,)) for w in range(8)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    assert not failures
+    in_threads(work, 8)
     assert len(cache) == 5
 
 
@@ -428,23 +419,14 @@ def test_the_default_store_is_bounded_at_1024_servers() -> None:
 
 def test_the_store_is_thread_safe() -> None:
     store = NonceStore(max_servers=50)
-    failures: list[BaseException] = []
 
     def work(worker: int) -> None:
-        try:
-            for n in range(2000):
-                url = f"https://s{(worker * 7 + n) % 80}.example/"
-                store.remember(url, f"n{n}")
-                store.get(url)
-        except BaseException as failed:  # pragma: no cover - the failure reported below
-            failures.append(failed)
+        for n in range(2000):
+            url = f"https://s{(worker * 7 + n) % 80}.example/"
+            store.remember(url, f"n{n}")
+            store.get(url)
 
-    threads = [threading.Thread(target=work, args=(w,)) for w in range(8)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    assert not failures
+    in_threads(work, 8)
     assert len(store) == 50
 
 

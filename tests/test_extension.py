@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 from flask import Flask
-from helpers import MakeApp, block_for, valid_block
+from helpers import MakeApp, block_for, in_threads, valid_block
 
 from flask_social_oauth2 import OAuth2Provider, OAuth2Settings, SocialOAuth2, SocialProvider
 from flask_social_oauth2.errors import (
@@ -206,27 +206,19 @@ def test_with_settings_is_isolated_under_16_threads(make_app: MakeApp) -> None:
     original: OAuth2Settings = provider.settings
     barrier = threading.Barrier(16)
     seen: dict[int, list[str | None]] = {}
-    errors: list[BaseException] = []
 
     def work(index: int) -> None:
-        try:
-            barrier.wait()
-            scopes = []
-            for round_ in range(200):
-                scope = f"scope-{index}-{round_}"
-                derived = provider.with_settings(replace_scope(scope))
-                scopes.append(derived.settings.scope)
-                assert provider.settings is original
-            seen[index] = scopes
-        except BaseException as error:  # pragma: no cover - reported below
-            errors.append(error)
+        barrier.wait()
+        scopes = []
+        for round_ in range(200):
+            scope = f"scope-{index}-{round_}"
+            derived = provider.with_settings(replace_scope(scope))
+            scopes.append(derived.settings.scope)
+            assert provider.settings is original
+        seen[index] = scopes
 
-    threads = [threading.Thread(target=work, args=(index,)) for index in range(16)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    assert errors == []
+    in_threads(work, 16)
+    assert sorted(seen) == list(range(16))
     for index, scopes in seen.items():
         assert scopes == [f"scope-{index}-{round_}" for round_ in range(200)]
     assert provider.settings is original

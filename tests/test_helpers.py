@@ -9,7 +9,8 @@ import time
 from pathlib import Path
 from typing import Final
 
-from helpers import child_process, stop_process
+import pytest
+from helpers import child_process, in_threads, stop_process
 
 TESTS: Final = Path(__file__).parent
 
@@ -79,6 +80,19 @@ def test_a_well_behaved_child_ends_at_ctrl_c() -> None:
         stop_process(process, grace=10)
         assert process.stdout.read() == "bye\n"
     assert process.returncode == 0
+
+
+def test_in_threads_runs_every_worker_at_once_and_raises_a_failure_here() -> None:
+    ran: list[int] = []
+    in_threads(ran.append, 6)
+    assert sorted(ran) == list(range(6))
+
+    def third_fails(index: int) -> None:
+        if index == 2:
+            raise LookupError("worker 2")
+
+    with pytest.raises(LookupError, match="worker 2"):
+        in_threads(third_fails, 4)
 
 
 def test_conftest_holds_fixtures_only() -> None:

@@ -113,11 +113,46 @@ class StateError(AuthenticationError):
 
     public_message = "This sign-in link is invalid or has expired. Please start again."
 
+    @classmethod
+    def without_cookie(cls, provider: str, host: str | None) -> StateError:
+        """The error of a callback that carried a state but no state cookie at all: the
+        sign-in was started at another address of the app (``localhost`` against
+        ``127.0.0.1``, another port or scheme), the browser blocked the cookie, or the sign-in
+        was finished already (the cookie goes with the browser's last pending sign-in).
+
+        :param host: The host (and port) of the configured redirect URL, where the app must
+            be opened; ``None`` for a relative redirect URL (the host is the request's).
+        """
+        where = f" at {host}" if host else ""
+        error = cls(
+            provider,
+            "no state cookie arrived with the callback: the sign-in was started at another"
+            " address (host, port or scheme), cookies were blocked, or it was finished"
+            f" already; open the app{where}",
+        )
+        error.public_message = (
+            "This sign-in link is invalid or has expired here: it was started at another"
+            " address, your browser blocked its cookie, or it was finished already."
+            + (f" Open the app at {host} and sign in again." if host else " Please start again.")
+        )
+        return error
+
 
 class InvalidCallbackError(AuthenticationError):
     """The callback's query is malformed: a repeated or oversized parameter, or no code."""
 
     public_message = "The sign-in request was malformed. Please start again."
+
+
+class StartNotConfirmedError(InvalidCallbackError):
+    """A sign-in start posted back from the page that asks the user to confirm a start from
+    another site, without a token issued to this browser for
+    this provider, or from another origin. Nothing was sent to the provider."""
+
+    status_code = 403
+    public_message = (
+        "This sign-in confirmation is invalid or has expired. Please start the sign-in again."
+    )
 
 
 class UnexpectedResponseError(AuthenticationError):

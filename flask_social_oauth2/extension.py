@@ -42,6 +42,7 @@ from .provider import OAuth2Provider, SocialProvider
 from .providers import BUILTIN_PROVIDERS
 from .runtime import Runtime
 from .settings import OAuth2Info, SocialProfile
+from .start_confirmation import StartConfirmation
 from .state_cookie import FLOW_PAGE_HEADERS, StateCookieStore, app_scope
 from .tokens.identity import Identity
 
@@ -139,6 +140,13 @@ class SocialOAuth2:
             max_response_bytes=options["max_bytes"],
             discovery_failure_ttl=options["discovery_failure_ttl"],
             token_store=options["token_store"],
+            start_confirmation=StartConfirmation(
+                cookie_name=f"social_oauth2_start_{scope}",
+                path=config["SOCIAL_OAUTH2_STATE_COOKIE_PATH"],
+                scope=scope,
+            )
+            if options["confirm_cross_site_starts"]
+            else None,
         )
         app.extensions[EXTENSION_KEY] = AppState(
             extension=self,
@@ -350,7 +358,11 @@ class SocialOAuth2:
             )
             logger.error("%s", missing)
             return misconfigured_page([missing])
-        posted_json = request.method == "POST" and not _has_form_post_callback(selected)
+        posted_json = (
+            request.method == "POST"
+            and not _has_form_post_callback(selected)
+            and not StartConfirmation.is_posted()
+        )
         try:
             if posted_json:
                 info = _exchange_posted_code(selected)

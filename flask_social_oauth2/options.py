@@ -27,6 +27,7 @@ DEFAULTS: Final[Mapping[str, Any]] = MappingProxyType(
         "SOCIAL_OAUTH2_TOKEN_STORE": "session",
         "SOCIAL_OAUTH2_TOKEN_KEYS": None,
         "SOCIAL_OAUTH2_REFRESH_LEEWAY": 30,
+        "SOCIAL_OAUTH2_CROSS_SITE_START": "confirm",
     }
 )
 
@@ -73,6 +74,16 @@ def read_options(config: Mapping[str, Any]) -> dict[str, Any]:
                 None, "SOCIAL_OAUTH2_URL_RULE", "must be a path containing '<provider>'"
             )
         )
+    cross_site = config["SOCIAL_OAUTH2_CROSS_SITE_START"]
+    if cross_site not in ("confirm", "allow"):
+        problems.append(
+            ConfigurationProblem(
+                None,
+                "SOCIAL_OAUTH2_CROSS_SITE_START",
+                f"must be 'confirm' or 'allow', not {cross_site!r}",
+            )
+        )
+    options["confirm_cross_site_starts"] = cross_site == "confirm"
     cookie = config["SOCIAL_OAUTH2_STATE_COOKIE"]
     if cookie is not None and (not isinstance(cookie, str) or not cookie):
         problems.append(

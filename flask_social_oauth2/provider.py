@@ -13,8 +13,8 @@ from __future__ import annotations
 import dataclasses
 import logging
 from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar
-from urllib.parse import urlencode
+from typing import Any, ClassVar, Final
+from urllib.parse import urlencode, urlsplit
 
 from flask import Response
 
@@ -32,6 +32,9 @@ from .state_cookie import PendingFlow
 __all__ = ["OAuth2Provider", "SocialProvider", "TokenAuthMethod"]
 
 logger = logging.getLogger("flask_social_oauth2")
+
+#: CSP sources of loopback servers, for providers that allow them in development.
+_LOOPBACK_ORIGINS: Final = ("http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*")
 
 
 class OAuth2Provider(ProviderClient):
@@ -111,6 +114,25 @@ class OAuth2Provider(ProviderClient):
         cookie, see ``PendingFlow.context``): nothing, unless a provider (Bluesky) resolves
         the account's server first. Needs a request context."""
         return ()
+
+    @property
+    def title(self) -> str:
+        """The provider's name as people know it ("GitHub"): ``customProperties.title``, else
+        the block's name (a built-in provider says its own)."""
+        return self.settings.custom_properties.get("title") or self.name
+
+    def authorization_origins(self) -> tuple[str, ...]:
+        """The origins a sign-in start may send the browser to: that of the authorization
+        endpoint, or, for a provider whose accounts each have their own server (Bluesky),
+        any https origin (and loopback ones where ``allowLoopback`` is on)."""
+        if self.api_base_per_identity:
+            loopback = self.settings.custom_properties.get("allowLoopback") == "true"
+            return ("https:", *(_LOOPBACK_ORIGINS if loopback else ()))
+        endpoint = self.authorization_endpoint()
+        if endpoint is None:
+            return ()
+        parts = urlsplit(endpoint)
+        return (f"{parts.scheme}://{parts.netloc}",)
 
     def for_flow(self, pending: PendingFlow) -> OAuth2Provider:
         """The provider as the flow ``pending`` uses it: itself, unless the provider bound the

@@ -12,6 +12,7 @@ from typing import Final
 from flask import current_app
 
 from .errors import SocialOAuth2Error
+from .start_confirmation import StartConfirmation
 from .state_cookie import StateCookieStore
 from .tokens.store import TokenStore
 
@@ -35,6 +36,9 @@ class Runtime:
     #: Where the tokens of signed-in identities are kept (``SOCIAL_OAUTH2_TOKEN_STORE``);
     #: ``None`` when nothing is kept (``"none"``).
     token_store: TokenStore | None = None
+    #: The confirmation of sign-in starts from other origins; ``None`` when they start at
+    #: once (``SOCIAL_OAUTH2_CROSS_SITE_START = "allow"``).
+    start_confirmation: StartConfirmation | None = None
 
 
 def current_runtime() -> Runtime:

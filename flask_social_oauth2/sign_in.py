@@ -10,6 +10,7 @@ from __future__ import annotations
 import hmac
 import logging
 from typing import Protocol
+from urllib.parse import urlsplit
 
 from flask import Response, current_app, request
 from werkzeug.datastructures import MultiDict
@@ -76,6 +77,11 @@ class FlowProvider(Protocol):
         """The provider as the flow ``pending`` uses it (itself, for most providers)."""
         ...
 
+    @property
+    def title(self) -> str: ...
+
+    def authorization_origins(self) -> tuple[str, ...]: ...
+
 
 def flow_binding(provider: FlowProvider, redirect_uri: str) -> str:
     """The digest that binds a flow started with ``redirect_uri`` to the provider's settings:
@@ -91,11 +97,21 @@ def flow_binding(provider: FlowProvider, redirect_uri: str) -> str:
 
 def step(provider: FlowProvider) -> Response | OAuth2Info:
     """Run the step of the sign-in the current request is at: start it, or finish it (or end
-    it with the provider's error) when the request is the provider's callback."""
+    it with the provider's error) when the request is the provider's callback. A start from
+    another origin's page is first confirmed by the user (see
+    :mod:`flask_social_oauth2.start_confirmation`)."""
     if request.method == "HEAD":  # a link preview or prefetch: never a step of the flow
         return callback.head_response()
+    confirmation = current_runtime().start_confirmation
+    if confirmation is not None and confirmation.is_posted():
+        confirmation.check(provider.name)
+        return start(provider)
     received = callback.read_callback(provider.name)
     if received is None:
+        if confirmation is not None and confirmation.needed():
+            origins = provider.authorization_origins()
+            if origins:  # else no start on the server at all: start() says why
+                return confirmation.page(provider.name, provider.title, origins)
         return start(provider)
     if received.error is not None:
         end_with_provider_error(provider, received)
@@ -177,6 +193,8 @@ def finish(provider: FlowProvider, received: Callback) -> OAuth2Info:
     flows = store.load()
     pending = state_cookie.find(flows, received.state)
     if pending is None:
+        if not flows and not store.arrived():
+            raise StateError.without_cookie(name, _redirect_host(provider.settings.redirect_url))
         raise StateError(name, "state matches no unexpired sign-in started in this browser")
     store.save([item for item in flows if item is not pending])
     if pending.provider != name:
@@ -220,6 +238,11 @@ def finish_posted_code(provider: FlowProvider, code: str, verifier: str) -> OAut
     redirect_uri = resolve_redirect_uri(provider.settings.redirect_url)
     info = provider.exchange_code(code, redirect_uri=redirect_uri, verifier=verifier)
     return provider.verify_token(info, None)
+
+
+def _redirect_host(redirect_url: str) -> str | None:
+    """The host (and port) of an absolute ``redirectURL``; ``None`` for a path."""
+    return None if redirect_url.startswith("/") else urlsplit(redirect_url).netloc or None
 
 
 def _first(args: MultiDict[str, str], name: str) -> str | None:

@@ -349,6 +349,11 @@ class StateCookieStore:
             setattr(request_g, _G_FLOWS, flows)
         return list(flows)
 
+    def arrived(self) -> bool:
+        """Whether the current request carries this store's cookie at all (valid or not)."""
+        req = request._get_current_object()  # type: ignore[attr-defined]
+        return (self._secure_name if req.is_secure else self.name) in req.cookies
+
     def save(self, flows: list[PendingFlow]) -> None:
         """Replace the current browser's pending flows; the cookie is written on the response."""
         request_g = g._get_current_object()

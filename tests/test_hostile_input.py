@@ -37,9 +37,16 @@ FAST: Final = settings(
 
 #: Every page the built-in error handler can render: the fixed sentence of each error class.
 ERROR_PAGES: Final = frozenset(
-    ERROR_PAGE.format(message=escape(cls.public_message))
-    for cls in vars(errors).values()
-    if isinstance(cls, type) and issubclass(cls, errors.AuthenticationError)
+    ERROR_PAGE.format(message=escape(message))
+    for message in (
+        *(
+            cls.public_message
+            for cls in vars(errors).values()
+            if isinstance(cls, type) and issubclass(cls, errors.AuthenticationError)
+        ),
+        # a state without any state cookie (the app's redirectURL is relative: no host named)
+        errors.StateError.without_cookie("faulty", None).public_message,
+    )
 )
 
 NASTY: Final = [

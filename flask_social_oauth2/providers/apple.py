@@ -22,6 +22,7 @@ from ..errors import (
 from ..profile_fields import ProfileFields
 from ..runtime import current_runtime
 from ..settings import OAuth2Info, OAuth2Settings
+from ..start_confirmation import StartConfirmation
 from ..state_cookie import PendingFlow, find
 from . import apple_secret, form_post
 from .base import BuiltinProvider
@@ -190,7 +191,7 @@ class AppleProvider(BuiltinProvider):
     # -- the callback --------------------------------------------------------------------------
 
     def authenticate(self) -> Response | OAuth2Info:
-        if request.method != "POST":
+        if request.method != "POST" or StartConfirmation.is_posted():
             return super().authenticate()
         received = form_post.read_form_post(self.name)
         if not received.hopped:

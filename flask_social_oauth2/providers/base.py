@@ -96,6 +96,10 @@ class BuiltinProvider(OAuth2Provider):
             cls.default_api_base = facts.api_base
             cls.default_revocation_url = facts.revocation_url
 
+    @property
+    def title(self) -> str:
+        return self.facts.title
+
     # -- configuration ---------------------------------------------------------------------
 
     @classmethod

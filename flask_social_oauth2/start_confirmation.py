@@ -65,7 +65,9 @@ class StartConfirmation:
     def needed() -> bool:
         """Whether the current request starts a sign-in from another origin's page: no
         callback parameter in its query and ``Sec-Fetch-Site`` ``cross-site`` or ``same-site``."""
-        site = request.headers.get("Sec-Fetch-Site")
+        # read from the WSGI environ: a header lookup that misses raises and catches inside
+        # werkzeug, and this runs on every start
+        site = request.environ.get("HTTP_SEC_FETCH_SITE")
         if site is None or site.lower() not in FOREIGN_SITES:
             return False
         args = request.args

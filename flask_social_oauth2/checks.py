@@ -16,6 +16,7 @@ from urllib.parse import urlsplit
 from flask import Flask
 from werkzeug.exceptions import MethodNotAllowed, NotFound
 from werkzeug.routing import RequestRedirect
+from werkzeug.sansio.utils import host_is_trusted
 
 from .app_state import get_app_state
 from .config import load_settings, providers_file
@@ -60,8 +61,9 @@ def check_configuration(app: Flask) -> CheckReport:
     environment (``${VAR}`` references), each provider's class checks its settings, each
     ``redirectURL`` must route to the authenticate endpoint of its own provider (the
     specification's redirect URL rule), and ``SECRET_KEY`` must be set. Relative redirect URLs
-    without ``TRUSTED_HOSTS``, plain-http redirect URLs to other hosts than loopback and an
-    empty configuration are warnings.
+    without ``TRUSTED_HOSTS``, absolute ones whose host ``TRUSTED_HOSTS`` does not list,
+    plain-http redirect URLs to other hosts than loopback and an empty configuration are
+    warnings.
 
     :param app: An app on which ``init_app`` succeeded.
     :raises SocialOAuth2Error: when the extension is not set up on ``app``.
@@ -149,8 +151,9 @@ def _looks_like_a_typo(path: str, expected: str) -> bool:
 
 
 def configuration_warnings(app: Flask, providers: Mapping[str, SocialProvider]) -> list[str]:
-    """Risky but working settings: a relative ``redirectURL`` without ``TRUSTED_HOSTS``, a
-    plain-http ``redirectURL`` to a host that is not loopback."""
+    """Risky but working settings: a relative ``redirectURL`` without ``TRUSTED_HOSTS``, an
+    absolute one whose host ``TRUSTED_HOSTS`` does not list, a plain-http ``redirectURL`` to a
+    host that is not loopback."""
     warnings = []
     host_warning = untrusted_host_warning(app, providers)
     if host_warning is not None:
@@ -169,11 +172,20 @@ def configuration_warnings(app: Flask, providers: Mapping[str, SocialProvider]) 
 
 
 def untrusted_host_warning(app: Flask, providers: Mapping[str, SocialProvider]) -> str | None:
-    """The warning for providers with a relative ``redirectURL`` in an app without
-    ``TRUSTED_HOSTS`` (``SERVER_NAME`` does not restrict the accepted hosts since Flask 3.1),
-    or ``None``."""
+    """The warning about ``TRUSTED_HOSTS`` and the providers' ``redirectURL`` hosts, or ``None``.
+
+    Without ``TRUSTED_HOSTS``: providers with a relative ``redirectURL`` (``SERVER_NAME`` does
+    not restrict the accepted hosts since Flask 3.1). With it: providers whose absolute
+    ``redirectURL`` names a host it does not list, where the app would answer the provider's
+    redirect with a 400.
+    """
+    trusted = app.config.get("TRUSTED_HOSTS")
+    if trusted:
+        return _untrusted_redirect_hosts(
+            providers, [trusted] if isinstance(trusted, str) else list(trusted)
+        )
     relative = sorted(n for n, p in providers.items() if p.settings.redirect_url.startswith("/"))
-    if not relative or app.config.get("TRUSTED_HOSTS"):
+    if not relative:
         return None
     names = ", ".join(map(repr, relative))
     who = f"provider {names} has" if len(relative) == 1 else f"providers {names} have"
@@ -182,6 +194,31 @@ def untrusted_host_warning(app: Flask, providers: Mapping[str, SocialProvider]) 
         " header, but TRUSTED_HOSTS is not set: a forged Host header would change"
         " the redirect_uri. Set TRUSTED_HOSTS to the app's host names (SERVER_NAME does not"
         " restrict the accepted hosts since Flask 3.1)."
+    )
+
+
+def _untrusted_redirect_hosts(
+    providers: Mapping[str, SocialProvider], trusted: list[str]
+) -> str | None:
+    hosts = {
+        name: urlsplit(provider.settings.redirect_url).netloc.lower()
+        for name, provider in sorted(providers.items())
+        if not provider.settings.redirect_url.startswith("/")
+    }
+    outside = {name: host for name, host in hosts.items() if not host_is_trusted(host, trusted)}
+    if not outside:
+        return None
+    listed = ", ".join(map(repr, trusted))
+    if len(outside) == 1:
+        ((name, host),) = outside.items()
+        what = f"provider {name!r}'s redirectURL names the host {host!r}, which"
+    else:
+        each = ", ".join(f"{name!r} ({host!r})" for name, host in outside.items())
+        what = f"the redirectURLs of providers {each} name hosts that"
+    return (
+        f"{what} TRUSTED_HOSTS ({listed}) does not list: the app would answer the provider's"
+        " redirect there with a 400. Add the host to TRUSTED_HOSTS, and open the app at that"
+        " address, since a sign-in's cookie stays with the address it started on."
     )
 
 

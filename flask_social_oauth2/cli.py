@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any, NoReturn
+from typing import Any, Final, NoReturn
 from urllib.parse import urlsplit
 
 import click
@@ -27,12 +28,16 @@ from .checks import REPORTED_BY_CHECK, CheckReport, check_configuration, no_prov
 from .errors import ConfigurationError, SocialOAuth2Error
 from .provider import OAuth2Provider, SocialProvider
 from .providers.docs import init_blocks
-from .settings import MASK, masked
+from .settings import MASK, closest_name, masked
 from .urls import is_loopback_host
 
 __all__ = ["CheckReport", "check_configuration", "social_cli"]
 
 social_cli = AppGroup("social", help="Check and list the OAuth2 sign-in providers.")
+
+#: The port ``flask run`` serves on unless ``--port`` or ``FLASK_RUN_PORT`` names another.
+FLASK_RUN_DEFAULT_PORT: Final = 5000
+_DEFAULT_PORTS: Final = {"http": 80, "https": 443}
 
 
 def _counted(count: int, noun: str) -> str:
@@ -123,12 +128,31 @@ def check_command(strict: bool) -> None:
     click.echo(f"ok: {summary}{note}")
 
 
+def _served_at(context: click.Context, parameter: click.Parameter, value: str | None) -> str | None:
+    """Check ``--host``: ``[http://|https://]HOST[:PORT]``, nothing else."""
+    del context, parameter
+    if value is None:
+        return None
+    scheme, separator, rest = value.rpartition("://")
+    if separator and scheme.lower() not in ("http", "https"):
+        raise click.BadParameter(f"{value!r}: the scheme must be http or https")
+    try:
+        hostname = _split_host(rest)[0]
+    except ValueError:
+        hostname = ""
+    if not hostname or not rest.isprintable() or any(mark in rest for mark in " /?#@"):
+        raise click.BadParameter(f"{value!r} is not [http://|https://]HOST[:PORT]")
+    return value
+
+
 @social_cli.command("providers", with_appcontext=False)
 @click.option(
     "--host",
-    metavar="HOST[:PORT]",
-    help="Where the app is served, to resolve relative redirect URLs"
-    " (default: SERVER_NAME, else the first TRUSTED_HOSTS entry).",
+    metavar="[SCHEME://]HOST[:PORT]",
+    callback=_served_at,
+    help="Where the app is served, to resolve relative redirect URLs (default: SERVER_NAME,"
+    " else the first TRUSTED_HOSTS entry; http and the flask run port for a loopback host,"
+    " else https).",
 )
 def providers_command(host: str | None) -> None:
     """List each provider: its class, profile address and the exact redirect URL to register
@@ -139,10 +163,14 @@ def providers_command(host: str | None) -> None:
     if empty is not None:
         click.echo(empty)
         return
+    try:
+        run_port = flask_run_port(os.environ)
+    except ValueError as error:
+        _fail(f"error: {error}", 2)
     for index, provider in enumerate(providers.values()):
         if index:
             click.echo()
-        for line in describe_provider(app, provider, host=host):
+        for line in describe_provider(app, provider, host=host, run_port=run_port):
             click.echo(line)
 
 
@@ -172,11 +200,17 @@ def keys_command(provider: str | None) -> None:
 
 
 def describe_provider(
-    app: Flask, provider: SocialProvider, *, host: str | None = None
+    app: Flask,
+    provider: SocialProvider,
+    *,
+    host: str | None = None,
+    run_port: int = FLASK_RUN_DEFAULT_PORT,
 ) -> list[str]:
     """The lines ``flask social providers`` prints for ``provider``; secrets masked.
 
-    :param host: ``HOST[:PORT]`` the app is served at, for a relative ``redirectURL``.
+    :param host: ``[SCHEME://]HOST[:PORT]`` the app is served at, for a relative
+        ``redirectURL``.
+    :param run_port: The port ``flask run`` serves on, for a loopback host without one.
     """
     settings = provider.settings
     cls = type(provider)
@@ -184,12 +218,13 @@ def describe_provider(
         profile = provider.profile_url or "(none: apiURL is required)"
     else:
         profile = "(chosen by the provider class)"
+    redirect = registered_redirect_url(app, settings.redirect_url, host=host, run_port=run_port)
     rows = [
         ("class", f"{cls.__module__}.{cls.__qualname__}"),
         ("authorization", settings.authorization_url or "(none: client-side flow)"),
         ("token", settings.access_token_url),
         ("profile", profile),
-        ("redirect URL", registered_redirect_url(app, settings.redirect_url, host=host)),
+        ("redirect URL", redirect),
         ("client ID", settings.client_id),
         ("client secret", MASK),
         ("scope", settings.scope or "(none)"),
@@ -199,39 +234,73 @@ def describe_provider(
     return [provider.name] + [f"  {label + ':':15} {value}" for label, value in rows]
 
 
-def registered_redirect_url(app: Flask, redirect_url: str, *, host: str | None = None) -> str:
-    """The redirect URL to register at the provider for ``redirect_url``.
+def flask_run_port(environ: Mapping[str, str]) -> int:
+    """The port ``flask run`` serves on: ``FLASK_RUN_PORT`` when set, else 5000.
 
-    An absolute URL is itself. A path is resolved like a request would resolve it: against
-    ``host``, else ``SERVER_NAME``, else the first ``TRUSTED_HOSTS`` entry, with
-    ``PREFERRED_URL_SCHEME``; without any of them the result says that it depends on the
-    request's host.
+    :raises ValueError: ``FLASK_RUN_PORT`` is not a port number (``flask run`` refuses it too).
+    """
+    value = environ.get("FLASK_RUN_PORT", "").strip()
+    if not value:
+        return FLASK_RUN_DEFAULT_PORT
+    if not value.isdigit() or not 0 < int(value) < 65536:
+        raise ValueError(f"FLASK_RUN_PORT={value!r} is not a port number")
+    return int(value)
+
+
+def registered_redirect_url(
+    app: Flask,
+    redirect_url: str,
+    *,
+    host: str | None = None,
+    run_port: int = FLASK_RUN_DEFAULT_PORT,
+) -> str:
+    """The redirect URL the running app sends for ``redirect_url``, to register at the provider.
+
+    An absolute URL is itself. A path is resolved as a request to the app resolves it, for the
+    first of these that is set: ``host``, ``SERVER_NAME``, the first ``TRUSTED_HOSTS`` entry.
+    The scheme is the one ``host`` names, else ``http`` for a loopback host (what ``flask run``
+    serves) and ``https`` for any other (served behind TLS). A port in the host is kept; a
+    loopback host without one gets ``run_port``; a scheme's default port is left out, as
+    browsers leave it out of the ``Host`` header. Without any host the result says that it
+    depends on the request's host.
+
+    :param host: ``[SCHEME://]HOST[:PORT]`` the app is served at.
+    :param run_port: The port ``flask run`` serves on (:func:`flask_run_port`).
     """
     if not redirect_url.startswith("/"):
         return redirect_url
-    scheme = app.config.get("PREFERRED_URL_SCHEME") or "http"
-    if not host:
-        host = app.config.get("SERVER_NAME") or None
-    if not host:
+    scheme, _, served_at = (host or "").rpartition("://")
+    if not served_at:
+        served_at = app.config.get("SERVER_NAME") or ""
+    if not served_at:
         trusted = app.config.get("TRUSTED_HOSTS") or ()
-        host = next((entry.lstrip(".") for entry in trusted if entry.lstrip(".")), None)
-    if not host:
+        served_at = next((entry.lstrip(".") for entry in trusted if entry.lstrip(".")), "")
+    if not served_at:
         return (
-            f"{scheme}://<request host>{redirect_url} (depends on the request's host: set"
+            f"http://<request host>{redirect_url} (depends on the request's host: set"
             " TRUSTED_HOSTS or SERVER_NAME, or pass --host)"
         )
-    url = f"{scheme}://{host}{redirect_url}"
+    hostname, port = _split_host(served_at)
+    loopback = is_loopback_host(hostname)
+    scheme = scheme.lower() or ("http" if loopback else "https")
+    if port is None and loopback:
+        port = run_port
+    netloc = f"[{hostname}]" if ":" in hostname else hostname
+    if port is not None and port != _DEFAULT_PORTS.get(scheme):
+        netloc += f":{port}"
+    return f"{scheme}://{netloc}{redirect_url}"
+
+
+def _split_host(host: str) -> tuple[str, int | None]:
+    """``HOST[:PORT]`` (an IPv6 address bare or in brackets) as its lowercase host name and
+    port.
+
+    :raises ValueError: the port is not a number in range.
+    """
+    if host.count(":") > 1 and not host.startswith("["):
+        return host.lower(), None
     parts = urlsplit(f"//{host}")
-    hostname = parts.hostname or host
-    try:
-        has_port = parts.port is not None
-    except ValueError:
-        has_port = False
-    if scheme == "http" and not is_loopback_host(hostname):
-        url += " (served over https? set PREFERRED_URL_SCHEME = 'https')"
-    elif is_loopback_host(hostname) and not has_port:
-        url += " (add the port the app listens on, or pass --host HOST:PORT)"
-    return url
+    return parts.hostname or "", parts.port
 
 
 def provider_blocks() -> dict[str, str]:
@@ -248,8 +317,10 @@ def init_command(name: str) -> None:
     blocks = provider_blocks()
     block = blocks.get(name.strip().lower())
     if block is None:
+        known = sorted(blocks)
+        guess = closest_name(name.strip().lower(), known)
+        hint = f"; did you mean {guess!r}? Known" if guess else "; known"
         raise click.BadParameter(
-            f"{name!r} is not a built-in provider; known: {', '.join(sorted(blocks))}",
-            param_hint="NAME",
+            f"{name!r} is not a built-in provider{hint}: {', '.join(known)}", param_hint="NAME"
         )
     click.echo(block)

@@ -256,3 +256,11 @@ class InvalidIdentifierError(ResolutionError):
 
     status_code = 400
     public_message = "That is not a valid handle or DID. Please check it and try again."
+
+
+class AccountNotFoundError(InvalidIdentifierError):
+    """The handle or DID is well formed but names no account: no resolver or DNS record knows
+    the handle, or the PLC directory does not know the DID (a typing mistake, or a deleted
+    account). 400."""
+
+    public_message = "No account was found for that handle or DID. Please check it and try again."

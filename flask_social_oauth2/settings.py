@@ -9,7 +9,7 @@ import dataclasses
 import difflib
 import functools
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, ClassVar, Final
@@ -45,9 +45,6 @@ REQUIRED_KEYS: Final = ("accessTokenURL", "redirectURL", "clientID", "clientSecr
 _OPTIONAL_STRING_KEYS: Final = ("authorizationURL", "apiURL", "scope")
 _MAP_KEYS: Final = ("authorizationParams", "accessTokenParams", "customProperties")
 _ENDPOINT_KEYS: Final = ("authorizationURL", "accessTokenURL", "apiURL")
-_ATTRIBUTE_KEYS: Final[Mapping[str, str]] = MappingProxyType(
-    {attribute: key for key, attribute in CONFIG_KEYS.items()}
-)
 #: Parameters the flow sets itself; configuration may not override them.
 RESERVED_PARAMS: Final[Mapping[str, frozenset[str]]] = MappingProxyType(
     {
@@ -303,18 +300,24 @@ class OAuth2Settings:
         )
 
 
+def closest_name(word: str, known: Iterable[str]) -> str | None:
+    """The name of ``known`` that ``word`` most likely misspells, for a "did you mean": the same
+    name but for case and underscores (``client_id`` for ``clientID``), else the closest one
+    :func:`difflib.get_close_matches` finds; ``None`` when none is close."""
+    names = list(known)
+    by_case = {name.replace("_", "").lower(): name for name in names}
+    guess = by_case.get(word.replace("_", "").lower())
+    if guess is None:
+        close = difflib.get_close_matches(word, names, n=1, cutoff=0.6)
+        guess = close[0] if close else None
+    return guess
+
+
 def _unknown_key_message(key: object) -> str:
     if not isinstance(key, str):
         return f"keys must be strings, not {_type_name(key)}"
     known = list(CONFIG_KEYS)
-    by_case = {name.lower(): name for name in known}
-    guess = by_case.get(key.lower()) or by_case.get(key.replace("_", "").lower())
-    if guess is None:
-        attribute_guess = _ATTRIBUTE_KEYS.get(key)
-        guess = attribute_guess
-    if guess is None:
-        close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
-        guess = close[0] if close else None
+    guess = closest_name(key, known)
     hint = f"; did you mean {guess!r}?" if guess else f"; known keys: {', '.join(known)}"
     return f"is not a known key{hint}"
 

@@ -74,9 +74,7 @@ def load_yaml_blocks(path: str | os.PathLike[str]) -> dict[str, Any]:
     except yaml.MarkedYAMLError as error:
         mark = error.problem_mark
         line = mark.line + 1 if mark is not None else None
-        raise _file_problem(
-            path, f"invalid YAML: {error.problem or 'invalid YAML'}", line
-        ) from None
+        raise _file_problem(path, f"invalid YAML: {_yaml_problem(error, text)}", line) from None
     except yaml.YAMLError as error:
         raise _file_problem(path, f"invalid YAML: {error}") from None
     finally:
@@ -88,6 +86,24 @@ def load_yaml_blocks(path: str | os.PathLike[str]) -> dict[str, Any]:
     if loader.duplicate_keys:
         raise ConfigurationError(_duplicate_problems(root, loader.duplicate_keys, path))
     return data
+
+
+def _yaml_problem(error: yaml.MarkedYAMLError, text: str) -> str:
+    """What the parser found wrong, in words that name the fix for a tab where YAML wants
+    spaces (the parser says "found character that cannot start any token")."""
+    problem = error.problem or "invalid YAML"
+    mark = error.problem_mark
+    if mark is None:
+        return problem
+    lines = text.splitlines()
+    row = lines[mark.line] if mark.line < len(lines) else ""
+    column = mark.column if row[mark.column : mark.column + 1] == "\t" else row.find("\t")
+    if column < 0 or ("tab" not in problem and "cannot start any token" not in problem):
+        return problem
+    return (
+        f"found a tab character (column {column + 1}); YAML indents with spaces, never tabs:"
+        " replace the tab with spaces"
+    )
 
 
 def _refuse_anchors_and_aliases(text: str, path: str | os.PathLike[str]) -> None:

@@ -5,6 +5,7 @@ typed ResolutionError (InvalidIdentifierError, 400, for the user's input)."""
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import json
 import socket
@@ -36,6 +37,7 @@ from flask_social_oauth2.atproto import (
 )
 from flask_social_oauth2.atproto.addresses import is_loopback_address, is_public_address
 from flask_social_oauth2.errors import (
+    AccountNotFoundError,
     AuthenticationError,
     InvalidIdentifierError,
     ResolutionError,
@@ -237,13 +239,16 @@ def test_unknown_handles_and_dids_are_typed_errors(atproto_server: AtprotoServer
         lambda: resolve_handle("nobody.test", fetch=fetch, resolver_url=atproto_server.pds_url),
         status=400,
     )
-    assert isinstance(error, InvalidIdentifierError)
-    fails(
+    assert isinstance(error, AccountNotFoundError)
+    unknown = fails(
         "did_not_found",
         lambda: resolve_did(
             "did:plc:aaaaaaaaaaaaaaaaaaaaaaaa", fetch=fetch, plc_url=atproto_server.plc_url
         ),
+        status=400,
     )
+    assert isinstance(unknown, AccountNotFoundError)
+    assert unknown.http_status == 404  # the reference PLC directory's answer
 
 
 @pytest.mark.atproto
@@ -972,6 +977,43 @@ def test_a_failing_plc_directory_and_a_did_without_handles(network: FakeNetwork)
     assert network.resolve(DID).handle is None
     network.server.set(f"/{DID}", Behaviour.json({"error": "oops"}, status=503))
     assert fails("http_status", lambda: network.resolve(DID)).http_status == 503
+
+
+@pytest.mark.parametrize("status", [404, 410])
+def test_a_did_the_plc_directory_does_not_know_is_an_account_not_found(
+    network: FakeNetwork, status: int
+) -> None:
+    """What the person typed (a handle naming that DID, or the DID) is no account: a 400 that
+    says so, not a 502 that blames their server. 410 is the PLC directory's deleted DID."""
+    network.server.set(f"/{DID}", Behaviour.json({"message": "DID not available"}, status=status))
+    for typed in (HANDLE, DID):
+        error = fails("did_not_found", functools.partial(network.resolve, typed), status=400)
+        assert isinstance(error, AccountNotFoundError)
+        assert error.public_message == (
+            "No account was found for that handle or DID. Please check it and try again."
+        )
+
+
+def test_a_plc_directory_that_fails_or_hangs_stays_a_502_or_504(network: FakeNetwork) -> None:
+    network.server.set(f"/{DID}", Behaviour.json({"error": "InternalServerError"}, status=500))
+    assert fails("http_status", network.resolve).http_status == 500
+    network.server.set(f"/{DID}", Behaviour.hang())
+    quick = GuardedFetcher(allow_loopback=True, timeout=0.5)
+    fails(
+        "timeout",
+        lambda: resolve(HANDLE, resolver_url=network.url, plc_url=network.url, fetch=quick),
+        status=504,
+    )
+
+
+def test_a_did_web_without_a_document_stays_a_502(fault_server: FaultServer) -> None:
+    """A did:web's host answering 404 is that host's fault, not the typing of the person."""
+    did = f"did:web:localhost%3A{fault_server.port}"
+    fault_server.set("/.well-known/did.json", Behaviour.json({}, status=404))
+    error = fails(
+        "did_not_found", lambda: resolve_did(did, fetch=GuardedFetcher(allow_loopback=True))
+    )
+    assert not isinstance(error, InvalidIdentifierError)
 
 
 def test_only_text_is_a_handle_or_a_did() -> None:

@@ -220,4 +220,4 @@ def test_alice_signs_in_with_a_handle_only_dns_knows(
     dns_server.txt.clear()
     unknown = client.get("/authenticate/bluesky?handle=alice.test", base_url=base_url)
     assert unknown.status_code == 400
-    assert "not a valid handle or DID" in unknown.text
+    assert "No account was found for that handle or DID." in unknown.text

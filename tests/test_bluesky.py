@@ -282,6 +282,33 @@ def test_a_garbage_handle_is_a_400(
     assert answer.status_code == 400, answer.text
 
 
+def test_an_account_the_plc_directory_does_not_know_is_a_400_saying_so(
+    make_app: MakeApp, atproto_server: AtprotoServer, tmp_path: Path, fault_server: FaultServer
+) -> None:
+    """A handle naming a DID the (real) PLC directory answers 404 for, or that DID typed: the
+    person's mistake, so a 400 page that says no account was found, and no flow started."""
+    unknown = "did:plc:aaaaaaaaaaaaaaaaaaaaaaaa"
+    fault_server.set("/xrpc/com.atproto.identity.resolveHandle", Behaviour.json({"did": unknown}))
+    app = bluesky_app(make_app, atproto_server, tmp_path, handleResolver=fault_server.url)
+    client = app.test_client()
+    for typed in ("carol.test", unknown):
+        answer = start(client, typed)
+        assert answer.status_code == 400, answer.text
+        assert "No account was found for that handle or DID." in answer.text
+        assert "Set-Cookie" not in answer.headers
+
+
+def test_a_failing_plc_directory_stays_a_502(
+    make_app: MakeApp, atproto_server: AtprotoServer, tmp_path: Path, fault_server: FaultServer
+) -> None:
+    alice = atproto_server.accounts["alice.test"]
+    fault_server.set(f"/{alice.did}", Behaviour.json({"error": "oops"}, status=503))
+    app = bluesky_app(make_app, atproto_server, tmp_path, plcURL=fault_server.url)
+    answer = start(app.test_client(), "alice.test")
+    assert answer.status_code == 502, answer.text
+    assert "No account was found" not in answer.text
+
+
 def test_a_handle_resolving_to_loopback_is_refused_without_allow_loopback(
     make_app: MakeApp, atproto_server: AtprotoServer, tmp_path: Path, fault_server: FaultServer
 ) -> None:

@@ -18,6 +18,7 @@ from flask_social_oauth2.checks import (
     redirect_url_problems,
     untrusted_host_warning,
 )
+from flask_social_oauth2.cli import social_cli
 from flask_social_oauth2.errors import ConfigurationError
 
 RULE = "from the mounted rule '/authenticate/<provider>'"
@@ -235,6 +236,79 @@ def test_no_warning_with_trusted_hosts(caplog: pytest.LogCaptureFixture, make_ap
     with caplog.at_level(logging.WARNING, logger="flask_social_oauth2"):
         make_app({"e": block_for("e")})
     assert caplog.records == []
+
+
+def test_an_absolute_redirect_url_to_a_host_trusted_hosts_does_not_list_warns(
+    caplog: pytest.LogCaptureFixture, make_app: MakeApp
+) -> None:
+    """The classic: the app is opened at 127.0.0.1, the provider sends the user to localhost."""
+    providers = {"github": valid_block(redirectURL="http://LocalHost:5000/authenticate/github")}
+    with caplog.at_level(logging.WARNING, logger="flask_social_oauth2"):
+        app = make_app(providers, TRUSTED_HOSTS=["127.0.0.1"])
+    expected = (
+        "provider 'github''s redirectURL names the host 'localhost:5000', which TRUSTED_HOSTS"
+        " ('127.0.0.1') does not list: the app would answer the provider's redirect there with"
+        " a 400. Add the host to TRUSTED_HOSTS, and open the app at that address, since a"
+        " sign-in's cookie stays with the address it started on."
+    )
+    assert [record.getMessage() for record in caplog.records] == [expected]
+    report = check_configuration(app)
+    assert report.warnings == [expected]
+    assert report.errors == []
+    # what the warning foretells: the provider's redirect to that host is refused
+    callback = app.test_client().get(
+        "/authenticate/github?code=c&state=s", base_url="http://localhost:5000"
+    )
+    assert callback.status_code == 400
+
+
+@pytest.mark.parametrize(
+    ("trusted", "unlisted"),
+    [
+        (["localhost", "app.example.com"], None),
+        (["localhost:8000", ".example.com"], None),  # Werkzeug ignores the port; .x: subdomains
+        (["localhost"], "provider 'b''s redirectURL names the host 'app.example.com'"),
+        ([".example.com"], "provider 'a''s redirectURL names the host 'localhost:5000'"),
+    ],
+)
+def test_trusted_hosts_is_matched_as_werkzeug_matches_it(
+    make_app: MakeApp, trusted: list[str], unlisted: str | None
+) -> None:
+    app = make_app(
+        {
+            "a": valid_block(redirectURL="http://localhost:5000/authenticate/a"),
+            "b": valid_block(redirectURL="https://app.example.com/authenticate/b"),
+            "c": block_for("c"),
+        },
+        TRUSTED_HOSTS=trusted,
+    )
+    warning = untrusted_host_warning(app, app.extensions["social_oauth2"].providers)
+    if unlisted is None:
+        assert warning is None
+    else:
+        assert warning is not None
+        assert warning.startswith(f"{unlisted}, which TRUSTED_HOSTS ({trusted[0]!r}) does not")
+
+
+def test_the_untrusted_redirect_host_warning_names_each_provider_and_host(
+    make_app: MakeApp,
+) -> None:
+    app = make_app(
+        {
+            "b": valid_block(redirectURL="https://b.example/authenticate/b"),
+            "a": valid_block(redirectURL="http://localhost:5000/authenticate/a"),
+        },
+        TRUSTED_HOSTS=["127.0.0.1"],
+    )
+    warning = untrusted_host_warning(app, app.extensions["social_oauth2"].providers)
+    assert warning is not None
+    assert warning.startswith(
+        "the redirectURLs of providers 'a' ('localhost:5000'), 'b' ('b.example') name hosts"
+        " that TRUSTED_HOSTS ('127.0.0.1') does not list"
+    )
+    result = app.test_cli_runner().invoke(social_cli, ["check", "--strict"])
+    assert result.exit_code == 1
+    assert f"warning: {warning}\n" in result.stderr
 
 
 def test_no_provider_warning_only_when_none_is_configured(

@@ -299,10 +299,19 @@ def test_providers_prints_class_profile_address_and_redirect_url(make_app: MakeA
 @pytest.mark.parametrize(
     ("config", "args", "expected"),
     [
-        ({"SERVER_NAME": "app.example:8443"}, (), "http://app.example:8443/authenticate/x (served"),
-        ({"TRUSTED_HOSTS": ["127.0.0.1:5000"]}, (), "http://127.0.0.1:5000/authenticate/x\n"),
-        ({"TRUSTED_HOSTS": ["127.0.0.1"]}, (), "http://127.0.0.1/authenticate/x (add the port"),
+        # the flask run address, as the app sends it when opened there
+        ({"TRUSTED_HOSTS": ["127.0.0.1"]}, (), "http://127.0.0.1:5000/authenticate/x"),
+        ({"TRUSTED_HOSTS": ["localhost", "127.0.0.1"]}, (), "http://localhost:5000/"),
+        ({"TRUSTED_HOSTS": ["::1"]}, (), "http://[::1]:5000/authenticate/x"),
+        ({"TRUSTED_HOSTS": ["127.0.0.1:8000"]}, (), "http://127.0.0.1:8000/authenticate/x"),
         ({"TRUSTED_HOSTS": ["localhost"]}, ("--host", "localhost:8000"), "http://localhost:8000/"),
+        ({"TRUSTED_HOSTS": ["localhost"]}, ("--host", "localhost:80"), "http://localhost/auth"),
+        # elsewhere, served behind TLS; a scheme in --host says otherwise
+        ({"SERVER_NAME": "app.example:8443"}, (), "https://app.example:8443/authenticate/x"),
+        ({"TRUSTED_HOSTS": [".app.example"]}, (), "https://app.example/authenticate/x"),
+        ({}, ("--host", "App.Example:443"), "https://app.example/authenticate/x"),
+        ({}, ("--host", "http://192.168.1.5:8000"), "http://192.168.1.5:8000/authenticate/x"),
+        ({}, ("--host", "HTTPS://127.0.0.1:5443"), "https://127.0.0.1:5443/authenticate/x"),
         ({"TRUSTED_HOSTS": None}, (), "http://<request host>/authenticate/x (depends on the"),
     ],
 )
@@ -313,6 +322,40 @@ def test_providers_resolves_a_relative_redirect_url(
     result = run(app, "providers", *args)
     assert result.exit_code == 0, result.output
     assert f"  redirect URL:   {expected}" in result.stdout
+
+
+def test_providers_uses_the_port_flask_run_serves_on(
+    make_app: MakeApp, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    app = make_app({"x": block_for("x")}, TRUSTED_HOSTS=["127.0.0.1"])
+    monkeypatch.setenv("FLASK_RUN_PORT", "8080")
+    assert (
+        "  redirect URL:   http://127.0.0.1:8080/authenticate/x\n" in run(app, "providers").stdout
+    )
+    monkeypatch.setenv("FLASK_RUN_PORT", "eighty")
+    refused = run(app, "providers")
+    assert refused.exit_code == 2
+    assert refused.stderr == "error: FLASK_RUN_PORT='eighty' is not a port number\n"
+
+
+@pytest.mark.parametrize(
+    ("host", "reason"),
+    [
+        ("ftp://app.example", "the scheme must be http or https"),
+        ("app.example/path", "is not [http://|https://]HOST[:PORT]"),
+        ("app.example:99999", "is not [http://|https://]HOST[:PORT]"),
+        ("user@app.example", "is not [http://|https://]HOST[:PORT]"),
+        ("app example", "is not [http://|https://]HOST[:PORT]"),
+        ("https://", "is not [http://|https://]HOST[:PORT]"),
+    ],
+)
+def test_providers_refuses_a_host_that_is_not_one(
+    make_app: MakeApp, host: str, reason: str
+) -> None:
+    result = run(make_app({"x": block_for("x")}), "providers", "--host", host)
+    assert result.exit_code == 2
+    assert f"Invalid value for '--host': {host!r}" in result.stderr
+    assert reason in result.stderr
 
 
 def test_providers_shows_an_absolute_redirect_url_as_it_is(make_app: MakeApp) -> None:
@@ -349,6 +392,19 @@ def test_init_with_an_unknown_name_lists_the_known_ones_and_exits_2() -> None:
     assert "auth0" in result.stderr
     assert "github" in result.stderr
     assert "zoom" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("typed", "meant"), [("githb", "github"), ("GitHb", "github"), ("gogle", "google")]
+)
+def test_init_with_a_misspelt_name_asks_did_you_mean(typed: str, meant: str) -> None:
+    result = CliRunner().invoke(social_cli, ["init", typed])
+    assert result.exit_code == 2
+    assert (
+        f"{typed!r} is not a built-in provider; did you mean {meant!r}? Known: amazon, apple,"
+        in result.stderr
+    )
+    assert result.stdout == ""
 
 
 class AnyVariable(Mapping[str, str]):

@@ -8,12 +8,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from flask import Flask
 from helpers import valid_block
 
 from flask_social_oauth2 import SocialOAuth2
 from flask_social_oauth2.config import load_settings, load_yaml_blocks, providers_file
 from flask_social_oauth2.errors import ConfigurationError
+from flask_social_oauth2.yaml_file import _yaml_problem
 
 BLOCK_YAML = """\
 github:
@@ -166,6 +168,45 @@ def test_yaml_syntax_error_names_file_and_line(tmp_path: Path) -> None:
     assert f"{path}, line " in message
 
 
+TAB_FIX = "YAML indents with spaces, never tabs: replace the tab with spaces"
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "column"),
+    [
+        ("github:\n\tclientID: abc\n", 2, 1),  # a block indented with a tab
+        ("github:\n  clientID: abc\n\tscope: user\n", 3, 1),
+        ("github:\n  clientID: abc\n  \tscope: user\n", 3, 3),  # spaces, then a tab
+        ("github:\n  scope:\n\t- user\n", 3, 1),
+    ],
+)
+def test_a_tab_in_the_indentation_is_named_with_its_line_column_and_fix(
+    tmp_path: Path, text: str, line: int, column: int
+) -> None:
+    path = write(tmp_path, text)
+    with pytest.raises(ConfigurationError) as error:
+        load_yaml_blocks(path)
+    (message,) = messages(error)
+    assert message == (
+        f"invalid YAML: found a tab character (column {column}); {TAB_FIX} ({path}, line {line})"
+    )
+    # PyYAML without libyaml words it otherwise ("found character '\\t' ..."): the same fix
+    with pytest.raises(yaml.MarkedYAMLError) as pure:
+        yaml.SafeLoader(text).get_single_node()
+    assert _yaml_problem(pure.value, text).endswith(f"(column {column}); {TAB_FIX}")
+
+
+def test_a_tab_inside_a_value_is_kept_and_other_errors_keep_their_words(tmp_path: Path) -> None:
+    assert load_yaml_blocks(write(tmp_path, "github: 'a\tb'\n")) == {"github": "a\tb"}
+    path = write(tmp_path, "github: a\n  scope: b\n")
+    with pytest.raises(ConfigurationError) as error:
+        load_yaml_blocks(path)
+    (message,) = messages(error)
+    assert message == (
+        f"invalid YAML: mapping values are not allowed in this context ({path}, line 2)"
+    )
+
+
 def test_block_problems_name_the_line_of_the_key(tmp_path: Path) -> None:
     text = BLOCK_YAML.format(client_id="abc", scope="user").replace("clientID", "clientId")
     with pytest.raises(ConfigurationError) as error:
@@ -252,6 +293,7 @@ import resource, sys, time
 resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
 from flask_social_oauth2.config import load_settings
 from flask_social_oauth2.errors import ConfigurationError
+from flask_social_oauth2.yaml_file import _yaml_problem
 started = time.perf_counter()
 try:
     load_settings({"SOCIAL_OAUTH2_PROVIDERS_FILE": sys.argv[1]}, {"X": "x" * 64})

@@ -12,7 +12,9 @@ from pathlib import Path
 
 import pytest
 from helpers import MakeApp, valid_block
+from test_docs_examples import readme_block
 
+import flask_social_oauth2
 from flask_social_oauth2 import OAuth2Provider
 from flask_social_oauth2.errors import UnknownProviderError
 from flask_social_oauth2.local_idp import LocalIdentityProvider, LocalUser
@@ -143,9 +145,59 @@ def test_without_authlib_the_plugin_loads_and_the_fixture_says_what_to_install(
     result = pytester.runpytest_subprocess(*plugin_only)
     result.assert_outcomes(passed=1, errors=1)
     output = result.stdout.str()
-    assert "the local identity provider needs Authlib" in output
-    assert "pip install 'flask-social-oauth2[idp]'" in output
+    assert "the local identity provider (flask_social_oauth2.local_idp) needs Authlib" in output
+    assert 'pip install "flask-social-oauth2[idp]"' in output
     assert "Traceback" not in output
+
+
+#: A ``sitecustomize`` that makes Authlib unimportable, as in an install without the idp extra.
+_WITHOUT_AUTHLIB = """
+import sys
+
+
+class WithoutAuthlib:
+    def find_spec(self, name, path=None, target=None):
+        if name.partition(".")[0] == "authlib":
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return None
+
+
+sys.meta_path.insert(0, WithoutAuthlib())
+"""
+
+
+def run_without_authlib(tmp_path: Path, *command: str) -> subprocess.CompletedProcess[str]:
+    """Run ``command`` with Authlib unimportable, in ``tmp_path``, on this test run's package."""
+    blocker = tmp_path / "without_authlib"
+    blocker.mkdir(exist_ok=True)
+    (blocker / "sitecustomize.py").write_text(_WITHOUT_AUTHLIB, encoding="utf-8")
+    package_root = Path(flask_social_oauth2.__file__).parent.parent
+    environment = {key: value for key, value in os.environ.items() if key != "PYTEST_ADDOPTS"}
+    environment["PYTHONPATH"] = os.pathsep.join([str(blocker), str(package_root)])
+    return subprocess.run(
+        [sys.executable, *command],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=120,
+        env=environment,
+    )
+
+
+def test_without_the_idp_extra_the_readme_test_example_names_the_extra(tmp_path: Path) -> None:
+    example = readme_block("# test_sign_in.py")
+    (tmp_path / "test_sign_in.py").write_text(example.source, encoding="utf-8")
+    pytest_run = run_without_authlib(tmp_path, "-m", "pytest", "-q", "-p", "no:cacheprovider")
+    assert pytest_run.returncode != 0
+    assert (
+        "ImportError: the local identity provider (flask_social_oauth2.local_idp) needs Authlib,"
+        " which is not installed (No module named 'authlib'):"
+        ' pip install "flask-social-oauth2[idp]"'
+    ) in pytest_run.stdout, pytest_run.stdout
+    command_line = run_without_authlib(tmp_path, "-m", "flask_social_oauth2.local_idp", "--help")
+    assert command_line.returncode == 1
+    assert command_line.stderr.rstrip().endswith('pip install "flask-social-oauth2[idp]"')
+    assert run_without_authlib(tmp_path, "-c", "import authlib").returncode == 1  # it is blocked
 
 
 def test_importing_the_helpers_does_not_import_authlib() -> None:

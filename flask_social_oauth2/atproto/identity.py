@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 from urllib.parse import quote
 
-from ..errors import InvalidIdentifierError, ResolutionError
+from ..errors import AccountNotFoundError, InvalidIdentifierError, ResolutionError
 from ..urls import is_loopback_host, split_absolute_url
 from .dns_txt import TxtLookup, did_from_txt
 from .fetch import Fetcher
@@ -56,7 +56,8 @@ def resolve_handle(
     The answer is only the handle's claim: :func:`verify_handle` checks that the DID's
     document claims the handle back.
 
-    :raises InvalidIdentifierError: (400) a malformed handle, or one the resolver does not know.
+    :raises InvalidIdentifierError: (400) a malformed handle; :class:`AccountNotFoundError` for
+        one that neither the resolver nor the DNS method knows.
     :raises ResolutionError: the resolver failed or answered something that is not a DID.
     """
     handle = normalize_handle(handle, allow_loopback=fetch.allow_loopback)
@@ -69,7 +70,7 @@ def resolve_handle(
             answer = fetch.json(url)
         except ResolutionError as failure:
             if failure.http_status in (400, 404):
-                raise InvalidIdentifierError(
+                raise AccountNotFoundError(
                     "handle_not_found", f"the resolver does not know {handle!r}"
                 ) from None
             raise
@@ -92,7 +93,7 @@ def resolve_handle(
 def _did_from_dns(handle: str, dns: TxtLookup | None, failure: ResolutionError) -> str:
     """The DID of ``handle``'s TXT record, after the HTTPS method failed with ``failure``.
 
-    :raises InvalidIdentifierError: neither method knows the handle.
+    :raises AccountNotFoundError: neither method knows the handle.
     :raises ResolutionError: ``failure`` (chained to a DNS failure if there was one), or
         ``"ambiguous_dns"``.
     """
@@ -109,7 +110,7 @@ def _did_from_dns(handle: str, dns: TxtLookup | None, failure: ResolutionError) 
     # no DID by either method where the handle's host has no web server: a handle that does
     # not exist, the user's input at fault
     if failure.http_status == 404 or (dns is not None and failure.reason == "dns"):
-        raise InvalidIdentifierError("handle_not_found", f"{handle!r} names no DID") from None
+        raise AccountNotFoundError("handle_not_found", f"{handle!r} names no DID") from None
     raise failure
 
 
@@ -117,9 +118,13 @@ def resolve_did(did: str, *, fetch: Fetcher, plc_url: str = DEFAULT_PLC_URL) -> 
     """The document of ``did``: did:plc from the PLC directory ``plc_url``, did:web from
     ``https://<host>/.well-known/did.json``.
 
-    :raises InvalidIdentifierError: (400) ``did`` is not a did:plc or did:web.
-    :raises ResolutionError: the document could not be fetched or is not valid (see
-        :func:`parse_did_document`); a DID the directory does not know is ``"did_not_found"``.
+    :raises InvalidIdentifierError: (400) ``did`` is not a did:plc or did:web;
+        :class:`AccountNotFoundError` (``"did_not_found"``) a did:plc the PLC directory does not
+        know (404) or no longer serves (410, a deleted account): the DID someone typed, or the
+        one their handle names, is no account.
+    :raises ResolutionError: (502, 504) the document could not be fetched or is not valid (see
+        :func:`parse_did_document`); a did:web whose host has no document is ``"did_not_found"``
+        too, but a 502: that host's fault, not the person's.
     """
     did = normalize_did(did, allow_loopback=fetch.allow_loopback)
     if did.startswith("did:plc:"):
@@ -132,7 +137,8 @@ def resolve_did(did: str, *, fetch: Fetcher, plc_url: str = DEFAULT_PLC_URL) -> 
         data = fetch.json(url)
     except ResolutionError as failure:
         if failure.http_status in (404, 410):
-            raise ResolutionError(
+            unknown = AccountNotFoundError if did.startswith("did:plc:") else ResolutionError
+            raise unknown(
                 "did_not_found", f"no document for {did!r}", http_status=failure.http_status
             ) from None
         raise

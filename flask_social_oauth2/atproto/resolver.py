@@ -61,7 +61,9 @@ def resolve(
         ``allow_loopback``).
     :param dns: The TXT lookup of the DNS method when the HTTPS method gives no DID
         (:class:`~.dns_txt.DnsTxtLookup`); ``None``: no DNS method.
-    :raises InvalidIdentifierError: (400) the input is no handle or DID, or an unknown handle.
+    :raises InvalidIdentifierError: (400) the input is no handle or DID;
+        :class:`~flask_social_oauth2.errors.AccountNotFoundError` a handle or a did:plc that
+        names no account.
     :raises ResolutionError: (502, 504) any step failed or answered something invalid.
     """
     if fetch is None:

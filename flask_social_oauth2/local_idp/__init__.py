@@ -29,8 +29,9 @@ From a shell (foreground, Ctrl-C to stop)::
     python -m flask_social_oauth2.local_idp --client-id app --client-secret s3cret \\
         --redirect-uri http://127.0.0.1:5000/authenticate/local
 
-This subpackage needs Authlib (the ``example`` and ``test`` extras install it); the
-package itself never imports it. It is a development tool: it keeps everything in
+This subpackage needs Authlib (the ``idp`` extra installs it, and so do ``example`` and
+``test``); without it, importing the subpackage raises an :class:`ImportError` that names the
+extra. The package itself never imports it. It is a development tool: it keeps everything in
 memory, serves plain HTTP, and refuses to listen on anything but loopback.
 
 Its modules, from the top: ``cli`` (the command), ``provider`` (the server's lifecycle,
@@ -39,6 +40,15 @@ knobs and records), ``app`` (the Flask routes), ``server`` (Authlib's classes), 
 """
 
 from __future__ import annotations
+
+try:
+    import authlib  # noqa: F401 - the one dependency of the idp extra, checked first
+except ImportError as missing:
+    raise ImportError(
+        "the local identity provider (flask_social_oauth2.local_idp) needs Authlib, which is"
+        f' not installed ({missing}): pip install "flask-social-oauth2[idp]"',
+        name=missing.name,
+    ) from None
 
 from .app import create_idp_app
 from .cli import main

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from flask import Flask
+from helpers import callback_path, follow_to_provider
 from test_example_app import ADA, BOB, account_form, csrf_token, no_credentials, two_local
 
 from flask_social_oauth2 import OAuth2Info
@@ -99,7 +100,10 @@ def test_unlinking_the_identity_the_header_shows_takes_it_off_the_page(
     app, _, idp2 = two_local
     client = app.test_client()
     sign_in(client, "local", ADA)
-    sign_in(client, "local-two", BOB)  # the last sign-in: the header shows Bob's identity
+    started = client.get("/authenticate/local-two", query_string={"next": "/profile"})
+    idp2.auto_approve = BOB  # the last sign-in: the header shows Bob's identity
+    callback = callback_path(follow_to_provider(started.headers["Location"]))
+    assert client.get(callback).headers["Location"] == "/profile"
     shown = header(client.get("/profile").get_data(as_text=True))
     assert "Signed in with Second local identity provider" in shown
     assert "Bob Builder" in shown
@@ -117,6 +121,7 @@ def test_unlinking_the_identity_the_header_shows_takes_it_off_the_page(
     assert 'id="profile"' not in page
     assert 'id="identity-local"' in page  # Ada's own identity stays, signed in
     assert client.get("/").headers["Location"] == "/profile"
+    assert client.get(callback).headers["Location"] == "/profile"  # Back: still signed in
 
     unlink = f"/unlink/local/{ADA.sub}"  # an identity the header does not show
     sign_in(client, "local-two", BOB)

@@ -92,6 +92,7 @@ def create_app(
     hide_callback_queries(app.config["SOCIAL_OAUTH2_URL_RULE"])
     app.register_blueprint(views.bp)
     app.register_error_handler(404, views.not_found)
+    app.register_error_handler(405, views.method_not_allowed)
     app.before_request(make_nonce)
     app.after_request(security_headers)
     return app

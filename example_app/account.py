@@ -6,15 +6,18 @@ Every action on an identity first checks that the signed-in user owns it (:func:
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from flask import Flask, current_app, g, get_flashed_messages
+from flask import Flask, current_app, g, get_flashed_messages, session
 from flask_login import current_user
 
+from flask_social_oauth2 import OAuth2Info
 from flask_social_oauth2.errors import AuthenticationError
+from flask_social_oauth2.tokens import refresh_due
 
 from . import bluesky
 from .providers import ProviderChoice, label, social
@@ -29,6 +32,8 @@ __all__ = [
     "note_refresh",
     "owns",
     "shown_handle",
+    "shows_identity",
+    "token_status",
 ]
 
 #: Where the example's success handler keeps the profile of the last sign-in in the session.
@@ -73,7 +78,7 @@ class LinkedIdentity:
     key: str
     label: str
     can_call: bool
-    expires_in: int | None
+    token_status: str | None
 
 
 def account() -> dict[str, Any] | None:
@@ -88,14 +93,13 @@ def account() -> dict[str, Any] | None:
             token = store.load(found.provider, found.provider_key)
         except AuthenticationError:
             token = None
-        expires = token.expires_at if token is not None else None
         identities.append(
             LinkedIdentity(
                 provider=found.provider,
                 key=found.provider_key,
                 label=label(found.provider)[0],
                 can_call=token is not None and found.provider in API_CALLS,
-                expires_in=None if expires is None else max(0, int(expires - time.time())),
+                token_status=token_status(token, time.time()),
             )
         )
     linked = {identity.provider for identity in identities}
@@ -114,6 +118,32 @@ def account() -> dict[str, Any] | None:
         and bluesky.PROVIDER not in linked,
         "notices": get_flashed_messages(),
     }
+
+
+def token_status(token: OAuth2Info | None, now: float) -> str | None:
+    """What the account page says of an identity's access token at ``now``: how long it stays
+    valid, or that it has expired, and whether the next API call renews it first (it has a
+    refresh token and is within the refresh leeway). ``None`` when its lifetime is unknown."""
+    if token is None or token.expires_at is None:
+        return None
+    renews = token.refresh_token is not None and refresh_due(token, now)
+    if token.expires_at <= now:
+        if renews:
+            return "access token expired, will refresh on the next call"
+        return "access token expired: sign in with it again to call the API"
+    left = f"access token valid for {math.ceil(token.expires_at - now)} s"
+    return f"{left}, will refresh on the next call" if renews else left
+
+
+def shows_identity(provider: str, key: str) -> bool:
+    """Whether the account page's header shows the identity ``key`` of ``provider``: the
+    profile of the last sign-in, kept in the session."""
+    data = session.get(PROFILE_KEY)
+    return (
+        isinstance(data, dict)
+        and data.get("provider_id") == provider
+        and data.get("provider_key") == key
+    )
 
 
 def shown_handle(data: Mapping[str, Any], name: str) -> str | None:

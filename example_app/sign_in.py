@@ -46,7 +46,8 @@ def signed_in(provider: SocialProvider, info: OAuth2Info, profile: SocialProfile
 def sign_in_failed(provider_name: str, error: AuthenticationError) -> ResponseReturnValue:
     """The error page of a failed or cancelled sign-in (or API call), with the error's public
     message only."""
-    if isinstance(error, StateError) and isinstance(session.get(PROFILE_KEY), dict):
+    signed_in_now = isinstance(session.get(PROFILE_KEY), dict) or current_user.is_authenticated
+    if isinstance(error, StateError) and signed_in_now:
         # Back to a used callback after signing in: the flow is over, the user is signed in.
         return redirect(url_for("example.profile"))
     title = "Sign-in cancelled" if isinstance(error, AccessDeniedError) else "Sign-in failed"

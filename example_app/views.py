@@ -24,16 +24,26 @@ from flask import (
 )
 from flask.typing import ResponseReturnValue
 from flask_login import current_user, logout_user
+from werkzeug.exceptions import MethodNotAllowed
 
 from flask_social_oauth2.errors import AuthenticationError, SignInRequiredError
 
 from . import bluesky
-from .account import API_CALLS, PROFILE_FIELDS, PROFILE_KEY, ApiAnswer, account, owns, shown_handle
+from .account import (
+    API_CALLS,
+    PROFILE_FIELDS,
+    PROFILE_KEY,
+    ApiAnswer,
+    account,
+    owns,
+    shown_handle,
+    shows_identity,
+)
 from .providers import ProviderChoice, label, social
 from .security import csrf_token, refuse_without_csrf, render
 from .sign_in import sign_in_failed
 
-__all__ = ["CLIENT_SIDE_PROVIDER", "bp", "not_found"]
+__all__ = ["CLIENT_SIDE_PROVIDER", "bp", "method_not_allowed", "not_found"]
 
 #: The provider the client-side page signs in with (configured without authorizationURL).
 CLIENT_SIDE_PROVIDER: Final = "local-spa"
@@ -54,7 +64,7 @@ bp = Blueprint("example", __name__)
 @bp.get("/")
 def index() -> ResponseReturnValue:
     """The sign-in page: one button per configured provider."""
-    if isinstance(session.get(PROFILE_KEY), dict):
+    if isinstance(session.get(PROFILE_KEY), dict) or current_user.is_authenticated:
         return redirect(url_for(".profile"))
     enabled = [
         ProviderChoice(name, *label(name), client_side=provider.settings.authorization_url is None)
@@ -112,10 +122,13 @@ def favicon() -> ResponseReturnValue:
 @bp.get("/profile")
 def profile(api_answer: ApiAnswer | None = None) -> ResponseReturnValue:
     """The signed-in page: the user's linked identities (call an API, unlink, link another
-    provider) and the normalized profile of the last sign-in."""
+    provider) and the normalized profile of the last sign-in, while its identity is linked;
+    once it is unlinked, the page is headed by the user alone."""
     data = session.get(PROFILE_KEY)
     if not isinstance(data, dict):
-        return redirect(url_for(".index"))
+        if not current_user.is_authenticated:
+            return redirect(url_for(".index"))
+        data = {"full_name": current_user.name, "provider_key": f"user {current_user.id}"}
     name = (
         data.get("full_name")
         or data.get("email")
@@ -125,15 +138,16 @@ def profile(api_answer: ApiAnswer | None = None) -> ResponseReturnValue:
     )
     initials = "".join(part[0] for part in str(name).split()[:2]).upper()
     hue = int(hashlib.sha256(str(data.get("provider_key")).encode()).hexdigest()[:2], 16) % 8
+    provider = data.get("provider_id")
     return render(
         "profile.html",
         display_name=name,
         initials=initials or "?",
         hue=hue,
-        provider_label=label(str(data.get("provider_id")))[0],
+        provider_label=label(provider)[0] if isinstance(provider, str) else None,
         email=data.get("email"),
         handle=shown_handle(data, str(name)),
-        rows=[(title, data.get(key)) for key, title in PROFILE_FIELDS],
+        rows=[(title, data.get(key)) for key, title in PROFILE_FIELDS] if provider else [],
         csrf_token=csrf_token(),
         account=account(),
         handle_form=_handle_form(),
@@ -199,6 +213,8 @@ def unlink(provider: str, key: str) -> ResponseReturnValue:
         return not_found(None)
     extension = social()
     extension.unlink(provider, key)
+    if shows_identity(provider, key):  # the page's header no longer names it
+        session.pop(PROFILE_KEY)
     if not extension.identities(current_user.id):
         extension.sign_out()
         logout_user()
@@ -207,6 +223,30 @@ def unlink(provider: str, key: str) -> ResponseReturnValue:
         return redirect(url_for(".index"), code=303)
     flash(f"{label(provider)[0]} is unlinked.")
     return redirect(url_for(".profile"), code=303)
+
+
+@bp.get("/call/<provider>/<key>")
+@bp.get("/unlink/<provider>/<key>")
+def account_form_address(provider: str, key: str) -> ResponseReturnValue:
+    """A ``GET`` of a button's address (the address bar shows the call's after "Call the API";
+    a reload from there, a bookmark): nothing is done, the browser goes to the account page,
+    where the buttons are."""
+    return redirect(url_for(".profile"), code=303)
+
+
+def method_not_allowed(error: MethodNotAllowed) -> ResponseReturnValue:
+    """The 405 page, e.g. for a ``GET`` of the sign-out button's address: the app's page rather
+    than Werkzeug's, pointing back to the app."""
+    response = render(
+        "error.html",
+        405,
+        title="Use the page's button",
+        message="This address answers a button of the app's pages, not a link or a typed address.",
+        provider_label=None,
+        code=405,
+    )
+    response.headers["Allow"] = ", ".join(sorted(error.valid_methods or ()))
+    return response
 
 
 def not_found(error: Exception | None) -> ResponseReturnValue:

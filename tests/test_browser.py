@@ -8,6 +8,7 @@ Each test saves a screenshot of every page under its tmp dir.
 from __future__ import annotations
 
 import base64
+import dataclasses
 import hashlib
 import os
 import re
@@ -118,13 +119,23 @@ def page(browser: Any, tmp_path: Path) -> Iterator[Page]:
 
 
 def only_loopback(page: Page, example: RunningExample) -> None:
-    app = urlsplit(example.url).netloc
-    idp = urlsplit(example.idp.url).netloc
-    assert page.hosts <= {app, idp}, f"requests left loopback: {sorted(page.hosts)}"
+    servers = (example.url, example.idp.url, example.idp2.url if example.idp2 else "")
+    hosts = {urlsplit(url).netloc for url in servers if url}
+    assert page.hosts <= hosts, f"requests left loopback: {sorted(page.hosts)}"
     # A status the test expects (the 403 of a refused sign-in) is logged as "Failed to load
     # resource"; anything else, such as a Content-Security-Policy violation, is a failure.
     errors = [text for text in page.console_errors if not text.startswith("Failed to load")]
     assert errors == [], errors
+
+
+def approve_at_local_provider(page: Page, button: str, name: str, email: str, url: str) -> None:
+    """Click ``button`` (a sign-in or link button), approve at the local identity provider as
+    ``name`` with ``email``, and wait for the example's account page (``url`` is the app's)."""
+    page.page.click(button)
+    page.page.fill("#name", name)
+    page.page.fill("#email", email)
+    page.page.click("#approve")
+    page.page.wait_for_url(f"{url}profile")
 
 
 def test_sign_in_with_the_local_provider_and_sign_out(page: Page, example: RunningExample) -> None:
@@ -228,11 +239,9 @@ def test_link_call_the_api_across_a_refresh_unlink_and_sign_out(page: Page) -> N
         assert example.idp2 is not None
         browser_page = page.page
         browser_page.goto(example.url)
-        browser_page.click("#provider-local")
-        browser_page.fill("#name", "Ada Lovelace")
-        browser_page.fill("#email", "ada@example.test")
-        browser_page.click("#approve")
-        browser_page.wait_for_url(f"{example.url}profile")
+        approve_at_local_provider(
+            page, "#provider-local", "Ada Lovelace", "ada@example.test", example.url
+        )
         assert "Your sign-ins (Ada Lovelace)" in (browser_page.text_content("main") or "")
 
         browser_page.click("#link-local-two")
@@ -273,11 +282,94 @@ def test_link_call_the_api_across_a_refresh_unlink_and_sign_out(page: Page) -> N
         browser_page.click("#sign-out")
         browser_page.wait_for_url(example.url)
         assert browser_page.text_content("h1") == "Sign in"
-        app_host = urlsplit(example.url).netloc
-        providers = {urlsplit(server.url).netloc for server in (example.idp, example.idp2)}
-        assert page.hosts <= {app_host, *providers}, sorted(page.hosts)
-        errors = [text for text in page.console_errors if not text.startswith("Failed to load")]
-        assert errors == [], errors
+        only_loopback(page, example)
+
+
+#: What the account page's layout looks like, measured in the page: how far the page is wider
+#: than the window, and on how many lines each label, key and button of the sign-ins is set
+#: (the distinct tops of the text's line boxes).
+LAYOUT_SCRIPT = """() => {
+  const lines = (element) => {
+    const range = document.createRange();
+    range.selectNodeContents(element);
+    return new Set([...range.getClientRects()].map((box) => Math.round(box.top))).size;
+  };
+  const all = (selector) => [...document.querySelectorAll(selector)].map(lines);
+  return {
+    overflow: document.documentElement.scrollWidth - window.innerWidth,
+    labels: all("#identities .identity-label"),
+    keys: all("#identities .identity-key"),
+    buttons: all("#identities button"),
+  };
+}"""
+
+
+def look_at(page: Page, name: str, *, rows: int) -> None:
+    """Screenshot the page at a phone's width (360 px) and a desktop's (1280 px), and check its
+    layout at each: nothing wider than the window, and each of the ``rows`` sign-ins' label,
+    key and buttons on one line (the screenshots are under the test's tmp dir, to look at)."""
+    for width in (360, 1280):
+        page.page.set_viewport_size({"width": width, "height": 800})
+        layout = page.page.evaluate(LAYOUT_SCRIPT)
+        page.shot(f"{name}-{width}")
+        assert layout["overflow"] <= 0, (width, layout)
+        assert layout["labels"] == [1] * rows, (width, layout)
+        assert layout["keys"] == [1] * rows, (width, layout)
+        assert set(layout["buttons"]) <= {1}, (width, layout)
+
+
+def test_the_account_page_at_a_phones_and_a_desktops_width(page: Page) -> None:
+    """Two sign-ins on the account page, looked at 360 and 1280 px wide; their tokens expire;
+    a GET of the call's address; the identity the header names is unlinked."""
+    with run_example(0, 0) as example:
+        browser_page = page.page
+        browser_page.goto(example.url)
+        look_at(page, "account-0-sign-in", rows=0)
+        approve_at_local_provider(
+            page, "#provider-local", "Ada Lovelace", "ada@example.test", example.url
+        )
+        approve_at_local_provider(
+            page, "#link-local-two", "Ada at work", "ada@work.example", example.url
+        )
+        assert "Second local identity provider" in (browser_page.text_content(".tag") or "")
+        assert (browser_page.text_content("#token-local") or "").startswith(
+            "access token valid for "
+        )
+        look_at(page, "account-1-two-sign-ins", rows=2)
+
+        with example.app.app_context():  # both tokens' lifetimes are over
+            store = example.app.extensions["social_oauth2"].runtime.token_store
+            keys = {}
+            for found in example.app.extensions["social_oauth2"].extension.identities("1"):
+                token = store.load(found.provider, found.provider_key)
+                expired = dataclasses.replace(token, expires_at=time.time() - 1)
+                store.save(found.provider, found.provider_key, expired)
+                keys[found.provider] = found.provider_key
+        browser_page.reload()
+        for provider in ("local", "local-two"):
+            said = browser_page.text_content(f"#token-{provider}")
+            assert said == "access token expired, will refresh on the next call", said
+        look_at(page, "account-2-expired", rows=2)
+
+        call = f"{example.url}call/local/{keys['local']}"
+        with browser_page.expect_response(call) as typed:
+            landed = browser_page.goto(call)  # the address bar's URL after "Call the API"
+        assert typed.value.status == 303
+        assert landed is not None
+        assert landed.status == 200
+        assert browser_page.url == f"{example.url}profile"
+
+        browser_page.click("#unlink-local-two")
+        browser_page.wait_for_url(f"{example.url}profile")
+        assert browser_page.text_content(".tag") == "Signed in"
+        assert browser_page.text_content("#name") == "Ada Lovelace"
+        assert not browser_page.is_visible("#email")
+        assert not browser_page.is_visible("#profile")
+        who = browser_page.text_content(".who") or ""
+        assert "Ada at work" not in who
+        assert "ada@work.example" not in who
+        look_at(page, "account-3-unlinked", rows=1)
+        only_loopback(page, example)
 
 
 def bluesky_environ(server: AtprotoServer) -> dict[str, str]:
@@ -343,11 +435,9 @@ def test_sign_in_with_bluesky_through_the_handle_form(
         assert '"handle": "alice.test"' in body
         page.shot("bluesky-5-api")
 
-        browser_page.click("#link-local")  # another provider, linked to the same user
-        browser_page.fill("#name", "Alice Liddell")
-        browser_page.fill("#email", "alice@example.test")
-        browser_page.click("#approve")
-        browser_page.wait_for_url(f"{example.url}profile")
+        approve_at_local_provider(  # another provider, linked to the same user
+            page, "#link-local", "Alice Liddell", "alice@example.test", example.url
+        )
         assert browser_page.is_visible("#identity-bluesky")
         assert browser_page.is_visible("#identity-local")
         assert "Your sign-ins (alice.test)" in (browser_page.text_content("main") or "")

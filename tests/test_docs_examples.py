@@ -4,8 +4,10 @@ The conventions, the way doctest treats the examples of one docstring:
 
 - The ```` ```python ```` blocks of one Markdown file run in order, in one namespace, with a fresh
   temporary directory as the working directory (and on ``sys.path``): a block may use what an
-  earlier block of the same file defined, never what another file defined. Blocks that are not
-  Python to run use another fence language (``sh``, ``console``, ``yaml``, ``nginx``, ...).
+  earlier block of the same file defined, never what another file defined. Such a block says so
+  just before it ("Continuing the example above (`app`):"; :mod:`test_docs_blocks_alone`).
+  Blocks that are not Python to run use another fence language (``sh``, ``console``, ``yaml``,
+  ``nginx``, ...).
 - A block whose first line is a comment naming a file (``# app.py``, ``# providers.yaml``) is
   that file: every named block of the file is written to the temporary directory before any
   block runs. A named Python module is imported as that module (as ``flask --app app`` would),

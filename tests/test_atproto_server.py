@@ -31,7 +31,7 @@ from atproto_server import (
 from fault_server import Behaviour, FaultServer
 from joserfc import jwt
 from joserfc.jwk import ECKey
-from oidc_provider_server import node_tools
+from node_install import node_tools
 
 pytestmark = pytest.mark.atproto
 

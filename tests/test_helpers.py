@@ -27,6 +27,7 @@ SUPPORT_MODULES: Final = {
     "provider_sign_in": "the recorded-answer sign-in harness of the built-in providers",
     "provider_cases": "the recorded-answer cases that harness runs",
     "fuzz_targets": "the atheris fuzz targets",
+    "node_install": "Node.js 22 and npm for those two: cache, npm's environment, failed installs",
     "oidc_provider_server": "panva's oidc-provider on loopback (PAR, DPoP, JWT client auth)",
     "atproto_server": "the AT Protocol reference PDS and a PLC directory on loopback (Bluesky)",
     "dns_server": "a real DNS server on loopback answering TXT records (Bluesky handles)",

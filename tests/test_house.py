@@ -112,7 +112,7 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     ("provider",),
     ("provider_client",),
     ("sign_in",),
-    ("id_token", "revocation", "runtime", "par"),
+    ("id_token", "revocation", "runtime", "par", "form_post"),
     ("discovery", "flow", "social_provider", "profile_fields", "callback", "tokens"),
     ("document_cache", "state_cookie", "config", "local_idp", "provider_metadata"),
     ("yaml_file",),

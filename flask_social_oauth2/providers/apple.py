@@ -9,7 +9,7 @@ from typing import Any, ClassVar, Final
 
 from flask import Response, g, request
 
-from .. import discovery, flow, sign_in
+from .. import discovery, flow, form_post, sign_in
 from ..callback import Callback
 from ..dpop import DPoPKey
 from ..errors import (
@@ -23,7 +23,7 @@ from ..profile_fields import ProfileFields
 from ..runtime import current_runtime
 from ..settings import OAuth2Info, OAuth2Settings
 from ..state_cookie import PendingFlow, find
-from . import apple_secret, form_post
+from . import apple_secret
 from .base import BuiltinProvider
 from .facts import PropertyRule, ProviderFacts
 

@@ -16,9 +16,9 @@ from typing import Final
 from flask import Response, current_app, request
 from markupsafe import escape
 
-from ..callback import single_values
-from ..errors import InvalidCallbackError
-from ..state_cookie import FLOW_PAGE_HEADERS
+from .callback import single_values
+from .errors import InvalidCallbackError
+from .state_cookie import FLOW_PAGE_HEADERS
 
 #: The form field that marks the second, same-site POST.
 HOP_FIELD: Final = "social_oauth2_hop"

@@ -10,7 +10,6 @@ from typing import Any, ClassVar, Final
 from flask import Response, g, request
 
 from .. import discovery, flow, form_post, sign_in
-from ..callback import Callback
 from ..dpop import DPoPKey
 from ..errors import (
     AccessDeniedError,
@@ -197,9 +196,7 @@ class AppleProvider(BuiltinProvider):
             return form_post.hop_page(received)
         if received.error is not None:
             self._end_with_posted_error(received)
-        info = sign_in.finish(
-            self, Callback(state=received.state, code=received.code, error=None, iss=received.iss)
-        )
+        info = sign_in.finish(self, received.callback())
         name = first_sign_in_name(received.user)
         id_token = info.params.get("id_token")
         if name and isinstance(id_token, str):

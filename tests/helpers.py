@@ -569,3 +569,17 @@ def parse_form(page: str) -> PageForm:
     forms = PageForm()
     forms.feed(page)
     return forms
+
+
+def record_cookies_set(page: Any, prefix: str) -> list[str]:
+    """Every ``Set-Cookie`` value for a cookie whose name starts with ``prefix`` that the
+    Playwright ``page`` receives from now on (the list fills as the page browses)."""
+    values: list[str] = []
+
+    def cookies_set(answer: Any) -> None:
+        for header in answer.headers_array():
+            if header["name"].lower() == "set-cookie" and header["value"].startswith(prefix):
+                values.append(header["value"])
+
+    page.on("response", cookies_set)
+    return values

@@ -155,7 +155,7 @@ def hop_page(received: FormPost) -> Response:
         for name, value in fields.items()
         if value
     )
-    action = escape(request.path)
+    action = escape(request.script_root + request.path)  # the app may be mounted under a prefix
     page = _HOP_PAGE.format(action=action, inputs=inputs, nonce=nonce)
     response = current_app.response_class(page, status=200, mimetype="text/html")
     response.headers["Content-Security-Policy"] = (

@@ -276,3 +276,15 @@ def test_the_mode_named_in_both_places_is_sent_once(make_app: MakeApp) -> None:
     assert provider(app, "example").uses_form_post()
     location = app.test_client().get("/authenticate/example").headers["Location"]
     assert location.count("response_mode=form_post") == 1
+
+
+def test_the_hop_posts_back_under_the_apps_prefix(make_app: MakeApp) -> None:
+    app = make_app(
+        {"example": block_for("example", customProperties={"responseMode": "form_post"})}
+    )
+    base = "http://localhost/mounted"  # SCRIPT_NAME=/mounted, as a proxy's prefix sets it
+    answer = app.test_client().post(
+        "/authenticate/example", data={"code": "c", "state": "s"}, base_url=base
+    )
+    assert answer.status_code == 200
+    assert parse_form(answer.text).action == "/mounted/authenticate/example"

@@ -427,9 +427,10 @@ class SocialOAuth2:
 
 
 def _has_form_post_callback(provider: SocialProvider) -> bool:
-    """Whether ``provider``'s callback is a form ``POST`` (``response_mode=form_post``, e.g.
-    Apple), read by its own :meth:`~SocialProvider.authenticate`."""
-    return isinstance(provider, OAuth2Provider) and provider.form_post_callback
+    """Whether ``provider``'s callback is a form ``POST`` (``response_mode=form_post``: Apple,
+    or a block's ``customProperties.responseMode``), read by its own
+    :meth:`~SocialProvider.authenticate`."""
+    return isinstance(provider, OAuth2Provider) and provider.uses_form_post()
 
 
 def _exchange_posted_code(provider: SocialProvider) -> OAuth2Info:

@@ -16,17 +16,18 @@ from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, Final
 from urllib.parse import urlencode, urlsplit
 
-from flask import Response
+from flask import Response, request
 
-from . import dpop, flow, id_token, par, revocation, sign_in
+from . import dpop, flow, form_post, id_token, par, revocation, sign_in
 from .dpop import DPoPKey
-from .errors import AuthenticationError, ProfileRetrievalError, StateError
+from .errors import AuthenticationError, ConfigurationProblem, ProfileRetrievalError, StateError
 from .profile_fields import OPENID_FIELDS, ProfileFields
 from .provider_client import ProviderClient, TokenAuthMethod
 from .provider_response import ProviderResponse
 from .redirects import resolve_redirect_uri
-from .settings import OAuth2Info, SocialProfile
+from .settings import OAuth2Info, OAuth2Settings, SocialProfile
 from .social_provider import SocialProvider
+from .start_confirmation import StartConfirmation
 from .state_cookie import PendingFlow
 
 __all__ = ["OAuth2Provider", "SocialProvider", "TokenAuthMethod"]
@@ -51,9 +52,9 @@ class OAuth2Provider(ProviderClient):
     profile_fields: ClassVar[ProfileFields] = OPENID_FIELDS
     #: ``iss`` values the provider's ID tokens may carry besides its issuer.
     extra_id_token_issuers: ClassVar[frozenset[str]] = frozenset()
-    #: Whether the provider's callback is a form ``POST`` (``response_mode=form_post``), which
-    #: :meth:`authenticate` reads; otherwise a ``POST`` to the route is a client-side
-    #: framework's JSON.
+    #: Whether the provider's callback is always a form ``POST`` (``response_mode=form_post``,
+    #: as Apple's), whatever the settings say; other blocks choose it with
+    #: ``customProperties.responseMode`` (see :meth:`uses_form_post`).
     form_post_callback: ClassVar[bool] = False
     #: The base of relative API URLs after sign-in (``customProperties.apiBaseURL`` overrides).
     default_api_base: ClassVar[str | None] = None
@@ -63,9 +64,26 @@ class OAuth2Provider(ProviderClient):
     #: The RFC 7009 revocation endpoint (``customProperties.revocationURL`` overrides).
     default_revocation_url: ClassVar[str | None] = None
 
+    @classmethod
+    def settings_problems(cls, settings: OAuth2Settings) -> list[ConfigurationProblem]:
+        problems = super().settings_problems(settings)
+        problems.extend(form_post.settings_problems(settings, always=cls.form_post_callback))
+        return problems
+
+    def uses_form_post(self) -> bool:
+        """Whether the provider's callback is a form ``POST`` (``response_mode=form_post``),
+        which :meth:`authenticate` reads, answering the provider's cross-site ``POST`` with one
+        same-origin hop (``flask_social_oauth2.form_post``): always for a class with
+        :attr:`form_post_callback`, else when ``customProperties.responseMode`` (or the
+        ``response_mode`` of ``authorizationParams``) is ``form_post``. Otherwise a ``POST`` to
+        the route is a client-side framework's JSON."""
+        return self.form_post_callback or form_post.is_form_post(self.settings)
+
     # -- the flow ----------------------------------------------------------------------------
 
     def authenticate(self) -> Response | OAuth2Info:
+        if request.method == "POST" and self.uses_form_post() and not StartConfirmation.is_posted():
+            return sign_in.form_post_step(self)
         return sign_in.step(self)
 
     def authorization_url(self, pending: PendingFlow, dpop_key: DPoPKey | None = None) -> str:
@@ -82,6 +100,7 @@ class OAuth2Provider(ProviderClient):
         endpoint = self.authorization_endpoint()  # configured, or discovered
         assert endpoint is not None
         push_to = par.endpoint(self.name, self.settings, self.openid_metadata)
+        mode = form_post.request_params(self.settings)
         if push_to is None:
             # without a push, the key is named in the request (RFC 9449 10)
             bound = () if dpop_key is None else (("dpop_jkt", dpop_key.thumbprint),)
@@ -92,7 +111,7 @@ class OAuth2Provider(ProviderClient):
                 state=pending.state,
                 verifier=pending.verifier,
                 nonce=pending.nonce,
-                extra=bound,
+                extra=(*mode, *bound),
             )
         params = flow.authorization_params(
             self.settings,
@@ -100,6 +119,7 @@ class OAuth2Provider(ProviderClient):
             state=pending.state,
             verifier=pending.verifier,
             nonce=pending.nonce,
+            extra=mode,
         )
 
         def body(client_fields: Sequence[tuple[str, str]]) -> str:

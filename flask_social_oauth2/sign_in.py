@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 from flask import Response, current_app, request
 from werkzeug.datastructures import MultiDict
 
-from . import callback, flow, state_cookie
+from . import callback, flow, form_post, state_cookie
 from .callback import Callback
 from .dpop import DPoPKey
 from .errors import (
@@ -116,6 +116,25 @@ def step(provider: FlowProvider) -> Response | OAuth2Info:
     if received.error is not None:
         end_with_provider_error(provider, received)
     return finish(provider, received)
+
+
+def form_post_step(provider: FlowProvider) -> Response | OAuth2Info:
+    """The step of a form-post callback (``response_mode=form_post``): the provider's
+    cross-site ``POST`` arrives without the ``SameSite=Lax`` state cookie and is answered with
+    the same-origin page that posts the fields once more (:func:`~flask_social_oauth2.
+    form_post.hop_page`); that second ``POST``, with the cookie, ends the flow as a ``GET``
+    callback does.
+
+    :raises InvalidCallbackError: for a body that is not a form, or fields given twice or too
+        long.
+    """
+    received = form_post.read_form_post(provider.name)
+    if not received.hopped:
+        return form_post.hop_page(received)
+    fields = received.callback()
+    if fields.error is not None:
+        end_with_provider_error(provider, fields)
+    return finish(provider, fields)
 
 
 def start(provider: FlowProvider) -> Response:

@@ -42,7 +42,7 @@ from typing import IO, Any
 from urllib.parse import urlsplit
 
 import requests
-from helpers import callback_path, stop_process
+from helpers import callback_path, parse_form, stop_process
 from node_install import NpmError, cache_root, node_tools, once_per_session, run_npm
 
 API_PREFIX = "/@atproto/oauth-provider/~api"
@@ -338,8 +338,9 @@ class _AuthorizationPage:
     def cookie_header(self) -> str:
         return "; ".join(f"{name}={value}" for name, value in self.cookies.items())
 
-    def open(self) -> str | None:
-        """Load the page; the callback URL when the server redirects at once, else None."""
+    def open(self) -> requests.Response | None:
+        """Load the page; the server's answer when it does not show the page (it redirects
+        at once), else None."""
         page = requests.get(
             self.url,
             headers={
@@ -351,7 +352,7 @@ class _AuthorizationPage:
             timeout=self.timeout,
         )
         if page.is_redirect:
-            return str(page.headers["Location"])
+            return page
         if page.status_code != 200:
             raise AtprotoServerError(f"authorization page: {page.status_code} {page.text[:500]}")
         self.keep_cookies(page)
@@ -381,12 +382,13 @@ class _AuthorizationPage:
             raise AtprotoServerError(f"{endpoint}: {answer.status_code} {answer.text[:500]}")
         return answer.json()
 
-    def follow(self, answered: dict[str, object]) -> str:
-        """Follow the redirect page an API answer names; the callback URL it sends to."""
+    def follow(self, answered: dict[str, object]) -> requests.Response:
+        """Open the redirect page an API answer names: a redirect to the callback, or (with
+        ``response_mode=form_post``) a page whose form POSTs to it."""
         redirect_page = answered.get("url")
         if not isinstance(redirect_page, str):
             raise AtprotoServerError(f"the API answered no redirect URL: {answered}")
-        redirect = requests.get(
+        return requests.get(
             redirect_page,
             headers={
                 "Sec-Fetch-Mode": "navigate",
@@ -398,11 +400,15 @@ class _AuthorizationPage:
             allow_redirects=False,
             timeout=self.timeout,
         )
-        if not redirect.is_redirect:
-            raise AtprotoServerError(
-                f"redirect page: {redirect.status_code} {redirect.text[:500]} (not a redirect)"
-            )
-        return str(redirect.headers["Location"])
+
+
+def _callback_url(redirect: requests.Response) -> str:
+    """Where the redirect page sends the browser: the callback URL."""
+    if not redirect.is_redirect:
+        raise AtprotoServerError(
+            f"redirect page: {redirect.status_code} {redirect.text[:500]} (not a redirect)"
+        )
+    return str(redirect.headers["Location"])
 
 
 def sign_in_and_consent(
@@ -426,6 +432,26 @@ def sign_in_and_consent(
     cookies are carried by hand. Signing in without ``remember`` answers an ephemeral token that
     authorizes the consent (``Authorization: Bearer``) for this request only.
     """
+    return _callback_url(_consented(authorize_url, handle, password, scope, timeout))
+
+
+def sign_in_and_consent_by_form_post(
+    authorize_url: str, handle: str, password: str, *, timeout: float = 10.0
+) -> dict[str, str]:
+    """:func:`sign_in_and_consent` for a request with ``response_mode=form_post``: the fields
+    the PDS's redirect page POSTs to the callback (``code``, ``state`` and ``iss``)."""
+    page = _consented(authorize_url, handle, password, None, timeout)
+    form = parse_form(page.text)
+    if page.status_code != 200 or form.action is None:
+        raise AtprotoServerError(f"redirect page: {page.status_code} {page.text[:500]} (no form)")
+    return form.fields
+
+
+def _consented(
+    authorize_url: str, handle: str, password: str, scope: str | None, timeout: float
+) -> requests.Response:
+    """The answer of the redirect page after signing in and consenting (see
+    :func:`sign_in_and_consent`)."""
     page = _AuthorizationPage(authorize_url, timeout)
     at_once = page.open()
     if at_once is not None:
@@ -462,8 +488,8 @@ def reject_authorization(authorize_url: str, *, timeout: float = 10.0) -> str:
     page = _AuthorizationPage(authorize_url, timeout)
     at_once = page.open()
     if at_once is not None:
-        return at_once
-    return page.follow(page.api("/reject", {}))
+        return _callback_url(at_once)
+    return _callback_url(page.follow(page.api("/reject", {})))
 
 
 if __name__ == "__main__":  # pragma: no cover - by hand: install, start, print, stop

@@ -20,6 +20,7 @@ import warnings
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from html.parser import HTMLParser
 from typing import Any, Final
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
@@ -542,3 +543,43 @@ def live_server(app: Flask) -> Iterator[str]:
         server.shutdown()
         thread.join(10)
         server.server_close()
+
+
+class PageForm(HTMLParser):
+    """The first form of a page: its action and hidden fields; and every script's nonce."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.action: str | None = None
+        self.fields: dict[str, str] = {}
+        self.script_nonces: list[str | None] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        found = dict(attrs)
+        if tag == "form" and self.action is None:
+            self.action = found.get("action")
+        elif tag == "input" and found.get("type") == "hidden":
+            self.fields[found["name"] or ""] = found.get("value") or ""
+        elif tag == "script":
+            self.script_nonces.append(found.get("nonce"))
+
+
+def parse_form(page: str) -> PageForm:
+    """The first form of the HTML ``page`` (a provider's form-post page, the app's hop page)."""
+    forms = PageForm()
+    forms.feed(page)
+    return forms
+
+
+def record_cookies_set(page: Any, prefix: str) -> list[str]:
+    """Every ``Set-Cookie`` value for a cookie whose name starts with ``prefix`` that the
+    Playwright ``page`` receives from now on (the list fills as the page browses)."""
+    values: list[str] = []
+
+    def cookies_set(answer: Any) -> None:
+        for header in answer.headers_array():
+            if header["name"].lower() == "set-cookie" and header["value"].startswith(prefix):
+                values.append(header["value"])
+
+    page.on("response", cookies_set)
+    return values

@@ -22,6 +22,7 @@ Example::
     with OidcProviderServer([client]) as server:
         metadata = server.metadata()          # discovery, from server.issuer
         callback = server.authorize(url, "http://127.0.0.1:5000/callback")
+        fields = server.authorize_form_post(url, "http://127.0.0.1:5000/callback")  # form_post
         [entry["path"] for entry in server.log()]
 """
 
@@ -36,14 +37,14 @@ import shutil
 import subprocess
 import tempfile
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 from urllib.parse import urljoin
 
 import requests
-from helpers import stop_process
+from helpers import parse_form, stop_process
 from node_install import cache_root, node_tools, once_per_session, run_npm
 
 __all__ = ["PACKAGE_DIR", "OidcProviderServer", "install"]
@@ -275,15 +276,44 @@ class OidcProviderServer:
         """Plays the browser: follows the redirects from an authorization URL (the automatic
         sign-in and consent need no page) and returns the URL of the first redirect to
         ``redirect_uri``, the callback with ``code``, ``state`` and ``iss`` (or ``error``)."""
-        with requests.Session() as browser:
-            for _ in range(max_hops):
-                answer = browser.get(url, allow_redirects=False, timeout=5)
-                location = answer.headers.get("Location")
-                if not answer.is_redirect or location is None:
-                    raise AssertionError(
-                        f"no redirect from {url}: {answer.status_code} {answer.text[:500]}"
-                    )
-                url = urljoin(url, location)
-                if url.startswith(redirect_uri):
-                    return url
+        for at, answer in _browse(url, max_hops):
+            location = answer.headers.get("Location")
+            if not answer.is_redirect or location is None:
+                raise AssertionError(
+                    f"no redirect from {at}: {answer.status_code} {answer.text[:500]}"
+                )
+            target = urljoin(at, location)
+            if target.startswith(redirect_uri):
+                return target
         raise AssertionError(f"no redirect to {redirect_uri} within {max_hops} hops")
+
+    def authorize_form_post(
+        self, url: str, redirect_uri: str, *, max_hops: int = 10
+    ) -> dict[str, str]:
+        """Plays the browser for ``response_mode=form_post``: follows the redirects from an
+        authorization URL to the page oidc-provider answers with, and returns the fields its
+        form POSTs to ``redirect_uri`` (``code``, ``state`` and ``iss``, or ``error``)."""
+        for at, answer in _browse(url, max_hops):
+            if answer.is_redirect:
+                continue
+            form = parse_form(answer.text)
+            if form.action != redirect_uri:
+                raise AssertionError(
+                    f"no form posting to {redirect_uri} at {at}:"
+                    f" {answer.status_code} {answer.text[:500]}"
+                )
+            return form.fields
+        raise AssertionError(f"no form page within {max_hops} hops")
+
+
+def _browse(url: str, max_hops: int) -> Iterator[tuple[str, requests.Response]]:
+    """Each address a browser without scripts visits from ``url``, following redirects (with
+    the server's cookies), and its answer."""
+    with requests.Session() as browser:
+        for _ in range(max_hops):
+            answer = browser.get(url, allow_redirects=False, timeout=5)
+            yield url, answer
+            location = answer.headers.get("Location")
+            if not answer.is_redirect or location is None:
+                return
+            url = urljoin(url, location)

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator
-from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
@@ -17,44 +16,19 @@ import pytest
 import requests
 from fault_server import Behaviour, FaultServer
 from flask import Flask
-from helpers import MakeApp, watch
+from helpers import MakeApp, PageForm, parse_form, watch
 from joserfc import jwt
 
 from flask_social_oauth2.errors import ConfigurationError, IdTokenError, UnexpectedResponseError
+from flask_social_oauth2.form_post import HOP_FIELD, FormPost, read_form_post
 from flask_social_oauth2.local_idp import LocalUser, ManualClock
 from flask_social_oauth2.local_idp.apple import LocalAppleProvider
 from flask_social_oauth2.providers import apple_secret
 from flask_social_oauth2.providers.apple import first_sign_in_name
-from flask_social_oauth2.providers.form_post import HOP_FIELD, FormPost, read_form_post
 
 SERVICES_ID = "com.example.web"
 CALLBACK = "http://localhost/authenticate/apple"
 ADA = LocalUser.from_name_email("Ada Lovelace", "x7k2p9@privaterelay.appleid.com")
-
-
-class _Forms(HTMLParser):
-    """The first form of a page: its action and hidden fields; and every script's nonce."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.action: str | None = None
-        self.fields: dict[str, str] = {}
-        self.script_nonces: list[str | None] = []
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        found = dict(attrs)
-        if tag == "form" and self.action is None:
-            self.action = found.get("action")
-        elif tag == "input" and found.get("type") == "hidden":
-            self.fields[found["name"] or ""] = found.get("value") or ""
-        elif tag == "script":
-            self.script_nonces.append(found.get("nonce"))
-
-
-def parse_form(page: str) -> _Forms:
-    forms = _Forms()
-    forms.feed(page)
-    return forms
 
 
 @pytest.fixture
@@ -88,7 +62,7 @@ def provider_form(client: Any) -> dict[str, str]:
     return form.fields
 
 
-def hop(client: Any, fields: dict[str, str], **headers: str) -> _Forms:
+def hop(client: Any, fields: dict[str, str], **headers: str) -> PageForm:
     """POST the provider's fields as its page would; the app answers with the hop page."""
     answer = client.post("/authenticate/apple", data=fields, headers=headers)
     assert answer.status_code == 200, answer.text

@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 
 import pytest
 from flask import Flask, Response, request
+from helpers import record_cookies_set
 from markupsafe import escape
 from test_browser import CHROMIUM_ARGS, TIMEOUT_MS, chromium_path
 
@@ -122,20 +123,13 @@ def test_apple_sign_in_across_sites_with_a_lax_state_cookie(browser: Any, site: 
     page = context.new_page()
     page.set_default_timeout(TIMEOUT_MS)
     urls: list[str] = []
-    state_cookies: list[str] = []
+    state_cookies = record_cookies_set(page, STATE_COOKIE)
     console_errors: list[str] = []
     page.on("request", lambda sent: urls.append(sent.url))
     page.on(
         "console",
         lambda message: console_errors.append(message.text) if message.type == "error" else None,
     )
-
-    def cookies_set(answer: Any) -> None:
-        for header in answer.headers_array():
-            if header["name"].lower() == "set-cookie" and header["value"].startswith(STATE_COOKIE):
-                state_cookies.append(header["value"])
-
-    page.on("response", cookies_set)
     try:
         first = sign_in(page, site)
         second = sign_in(page, site)

@@ -16,11 +16,12 @@ from atproto_server import (
     AtprotoServer,
     reject_authorization,
     sign_in_and_consent,
+    sign_in_and_consent_by_form_post,
     sign_in_with_handle,
 )
 from fault_server import Behaviour, FaultServer
 from flask import Flask
-from helpers import MakeApp, assert_not_logged, callback_path
+from helpers import MakeApp, assert_not_logged, callback_path, parse_form
 
 from flask_social_oauth2 import OAuth2Info, SocialOAuth2, dpop, signals
 from flask_social_oauth2.errors import AccessDeniedError, StateError
@@ -124,6 +125,32 @@ def test_alice_signs_in_with_bluesky(
         "status": 200,
         "body": {"did": alice.did, "handle": "alice.test", "active": True},
     }
+
+
+def test_alice_signs_in_with_bluesky_by_form_post(
+    make_app: MakeApp, atproto_server: AtprotoServer, tmp_path: Path
+) -> None:
+    """``customProperties.responseMode: form_post``: the pushed request asks for it, the PDS's
+    page POSTs the callback, and the hop ends it as a GET callback would."""
+    alice = atproto_server.accounts["alice.test"]
+    app = bluesky_app(make_app, atproto_server, tmp_path, responseMode="form_post")
+    seen = signed_in(app)
+    client = app.test_client()
+    started = start(client, "alice.test")
+    assert started.status_code == 302, started.text
+    fields = sign_in_and_consent_by_form_post(
+        started.headers["Location"], "alice.test", alice.password
+    )
+    assert set(fields) == {"code", "state", "iss"}
+    hop = client.post("/authenticate/bluesky", data=fields, base_url=BASE_URL)
+    assert hop.status_code == 200, hop.text
+    finished = client.post(
+        "/authenticate/bluesky", data=parse_form(hop.text).fields, base_url=BASE_URL
+    )
+    assert finished.status_code == 302, finished.text
+    (event,) = seen
+    assert event["profile"].provider_key == alice.did
+    assert event["info"].token_type == "DPoP"
 
 
 def test_an_expired_token_is_refreshed_at_the_accounts_server(

@@ -112,7 +112,7 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     ("provider",),
     ("provider_client",),
     ("sign_in",),
-    ("id_token", "revocation", "runtime", "par"),
+    ("id_token", "revocation", "runtime", "par", "form_post"),
     (
         "discovery",
         "flow",

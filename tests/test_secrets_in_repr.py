@@ -30,6 +30,7 @@ from flask_social_oauth2 import SocialOAuth2
 from flask_social_oauth2.api import ProviderSession
 from flask_social_oauth2.callback import Callback
 from flask_social_oauth2.dpop import DPoPKey, KeyCache
+from flask_social_oauth2.form_post import FormPost
 from flask_social_oauth2.local_idp import LocalIdentityProvider
 from flask_social_oauth2.local_idp.apple import CheckedSecret
 from flask_social_oauth2.local_idp.clock import ManualClock
@@ -43,7 +44,6 @@ from flask_social_oauth2.local_idp.server import LocalAuthorizationServer
 from flask_social_oauth2.provider import OAuth2Provider, SocialProvider
 from flask_social_oauth2.provider_response import ProviderResponse
 from flask_social_oauth2.providers.apple_secret import _Made
-from flask_social_oauth2.providers.form_post import FormPost
 from flask_social_oauth2.settings import OAuth2Info, OAuth2Settings
 from flask_social_oauth2.state_cookie import PendingFlow, StateSerializer
 from flask_social_oauth2.tokens import SessionTokenStore

@@ -228,3 +228,15 @@ def test_a_provider_without_a_server_start_says_so_without_asking(make_app: Make
     answer = app.test_client().get("/authenticate/local", headers=CROSS_SITE)
     assert answer.status_code == 400
     assert "start_token" not in answer.text
+
+
+def test_a_form_post_block_starts_from_the_posted_confirmation(
+    make_app: MakeApp, idp: LocalIdentityProvider
+) -> None:
+    """A POST to a form-post block is its callback, unless it is the confirmation's."""
+    app = make_app({"local": idp_block(idp, customProperties={"responseMode": "form_post"})})
+    client = app.test_client()
+    started = post_back(client, confirmation(client))
+    assert started.status_code == 302
+    assert query_of(started.headers["Location"])["response_mode"] == "form_post"
+    assert idp.token_requests == []

@@ -9,8 +9,7 @@ from typing import Any, ClassVar, Final
 
 from flask import Response, g, request
 
-from .. import discovery, flow, sign_in
-from ..callback import Callback
+from .. import discovery, flow, form_post, sign_in
 from ..dpop import DPoPKey
 from ..errors import (
     AccessDeniedError,
@@ -24,7 +23,7 @@ from ..runtime import current_runtime
 from ..settings import OAuth2Info, OAuth2Settings
 from ..start_confirmation import StartConfirmation
 from ..state_cookie import PendingFlow, find
-from . import apple_secret, form_post
+from . import apple_secret
 from .base import BuiltinProvider
 from .facts import PropertyRule, ProviderFacts
 
@@ -198,9 +197,7 @@ class AppleProvider(BuiltinProvider):
             return form_post.hop_page(received)
         if received.error is not None:
             self._end_with_posted_error(received)
-        info = sign_in.finish(
-            self, Callback(state=received.state, code=received.code, error=None, iss=received.iss)
-        )
+        info = sign_in.finish(self, received.callback())
         name = first_sign_in_name(received.user)
         id_token = info.params.get("id_token")
         if name and isinstance(id_token, str):

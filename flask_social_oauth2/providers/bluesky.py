@@ -14,7 +14,7 @@ from urllib.parse import quote, urlencode, urlsplit
 
 from flask import request
 
-from .. import atproto, client_auth, flow, par
+from .. import atproto, client_auth, flow, form_post, par
 from ..dpop import DPoPKey
 from ..errors import (
     AuthenticationError,
@@ -272,7 +272,9 @@ class BlueskyProvider(BuiltinProvider):
         assert pending.verifier is not None
         settings = self.settings
         hint = self._bound.get("login_hint")
-        extra = () if hint is None else (("login_hint", hint),)
+        extra = list(form_post.request_params(settings))
+        if hint is not None:
+            extra.append(("login_hint", hint))
         params = flow.authorization_params(
             settings,
             redirect_uri=pending.redirect_uri,

@@ -297,7 +297,8 @@ Rules common to every provider:
   Every provider also reads `tokenEndpointAuthMethod` (`client_secret_post`,
   `client_secret_basic`, `private_key_jwt` with `keyID`, `client_secret_jwt` or `none`: see
   [Current OAuth](current-oauth.md)) to override how the client authenticates at the token
-  endpoint, and
+  endpoint, `responseMode` (`query`, the default, or `form_post`: the provider POSTs the
+  callback as a form, see [Current OAuth](current-oauth.md)), and
   `issuer` / `discoveryURL` (OpenID Connect discovery, ID token verification and the RFC 9207
   `iss` check on the callback: see [OpenID Connect](openid-connect.md)).
 * OpenID Connect providers: when the scope asks for `openid`, their issuer is known (fixed, or

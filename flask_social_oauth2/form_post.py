@@ -1,4 +1,7 @@
-"""Callbacks by ``response_mode=form_post``: the provider's page POSTs the fields to the app.
+"""Callbacks by ``response_mode=form_post`` (OAuth 2.0 Form Post Response Mode): the provider's
+page POSTs the fields to the app. The ``apple`` provider always asks for it; any other block
+with ``customProperties.responseMode: form_post`` (:func:`settings_problems`,
+:func:`request_params`).
 
 That POST comes from the provider's site, and a browser sends no ``SameSite=Lax`` cookie with
 a cross-site POST, so the state cookie is missing. The cookie stays Lax; instead the first
@@ -16,9 +19,10 @@ from typing import Final
 from flask import Response, current_app, request
 from markupsafe import escape
 
-from ..callback import single_values
-from ..errors import InvalidCallbackError
-from ..state_cookie import FLOW_PAGE_HEADERS
+from .callback import Callback, single_values
+from .errors import ConfigurationProblem, InvalidCallbackError
+from .settings import OAuth2Settings
+from .state_cookie import FLOW_PAGE_HEADERS
 
 #: The form field that marks the second, same-site POST.
 HOP_FIELD: Final = "social_oauth2_hop"
@@ -26,6 +30,61 @@ HOP_FIELD: Final = "social_oauth2_hop"
 MAX_USER_FIELD: Final = 4096
 _FIELDS: Final = ("code", "state", "error", "iss", "user")
 _FORM_TYPE: Final = "application/x-www-form-urlencoded"
+#: The ``customProperties`` key that chooses how the provider answers the authorization request.
+MODE_KEY: Final = "responseMode"
+#: Its values: ``query`` (the default: a ``GET`` with the answer in the query) and
+#: ``form_post`` (a form ``POST``).
+MODES: Final = ("query", "form_post")
+#: ``authorizationParams`` may name the response mode itself.
+_PARAM: Final = "response_mode"
+
+
+def settings_problems(settings: OAuth2Settings, *, always: bool) -> list[ConfigurationProblem]:
+    """A ``responseMode`` that is not one of :data:`MODES`; one that contradicts the
+    ``response_mode`` of ``authorizationParams``; ``query`` for a provider whose callback is
+    ``always`` a form post (Apple)."""
+    mode = settings.custom_properties.get(MODE_KEY)
+    if mode is None:
+        return []
+    key = f"customProperties.{MODE_KEY}"
+    if mode not in MODES:
+        return [ConfigurationProblem(None, key, f"must be one of {', '.join(MODES)}")]
+    if always and mode != "form_post":
+        return [
+            ConfigurationProblem(
+                None, key, "must be form_post or left out: this provider always uses form_post"
+            )
+        ]
+    named = settings.authorization_params.get(_PARAM)
+    if named is not None and named != mode:
+        return [
+            ConfigurationProblem(
+                None,
+                f"authorizationParams.{_PARAM}",
+                f"is {named!r} but {key} is {mode!r}: name the response mode in {key} only",
+            )
+        ]
+    return []
+
+
+def is_form_post(settings: OAuth2Settings) -> bool:
+    """Whether the provider answers ``settings``' authorization request with a form ``POST``:
+    ``customProperties.responseMode``, else ``authorizationParams``' ``response_mode``, is
+    ``form_post``."""
+    mode = settings.custom_properties.get(MODE_KEY) or settings.authorization_params.get(_PARAM)
+    return mode == "form_post"
+
+
+def request_params(settings: OAuth2Settings) -> tuple[tuple[str, str], ...]:
+    """What the authorization request adds for ``customProperties.responseMode``:
+    ``response_mode=form_post``, unless ``authorizationParams`` sends a ``response_mode``
+    itself (then it is the same one: :func:`settings_problems`); nothing for ``query``, the
+    default mode of the code flow, which needs no parameter."""
+    if settings.custom_properties.get(MODE_KEY) != "form_post":
+        return ()
+    if _PARAM in settings.authorization_params:
+        return ()
+    return ((_PARAM, "form_post"),)
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +98,10 @@ class FormPost:
     user: str | None
     #: Whether this is the second, same-site POST of :func:`hop_page`.
     hopped: bool
+
+    def callback(self) -> Callback:
+        """The fields as a ``GET`` callback carries them (all but ``user``)."""
+        return Callback(state=self.state, code=self.code, error=self.error, iss=self.iss)
 
     def __repr__(self) -> str:
         shown = {"code": self.code, "user": self.user, "error": self.error}
@@ -92,7 +155,7 @@ def hop_page(received: FormPost) -> Response:
         for name, value in fields.items()
         if value
     )
-    action = escape(request.path)
+    action = escape(request.script_root + request.path)  # the app may be mounted under a prefix
     page = _HOP_PAGE.format(action=action, inputs=inputs, nonce=nonce)
     response = current_app.response_class(page, status=200, mimetype="text/html")
     response.headers["Content-Security-Policy"] = (

@@ -8,16 +8,18 @@ that the current request has just signed in is on :data:`flask.g`, never on a sh
 from __future__ import annotations
 
 import logging
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from flask import g, has_request_context, session
 
 from .app_state import get_app_state
 from .errors import AuthenticationError, SocialOAuth2Error
-from .provider import OAuth2Provider
-from .settings import OAuth2Info
-from .tokens.identity import Identity, IdentityStore
-from .tokens.session import SessionTokenStore
+
+# The extension imports this module: the provider and the token stores, which init_app imports,
+# are imported where they are used, so that importing the extension stays cheap.
+if TYPE_CHECKING:
+    from .settings import OAuth2Info
+    from .tokens.identity import Identity, IdentityStore
 
 logger = logging.getLogger("flask_social_oauth2")
 
@@ -61,6 +63,8 @@ def identity_store() -> IdentityStore:
     :raises SocialOAuth2Error: when it does not (the session store, ``"none"``, or a custom
         store without :class:`~flask_social_oauth2.tokens.IdentityStore`'s methods).
     """
+    from .tokens.identity import IdentityStore
+
     store = get_app_state().runtime.token_store
     if not isinstance(store, IdentityStore):
         raise SocialOAuth2Error(
@@ -129,6 +133,8 @@ def sign_out(*, revoke: bool) -> None:
     Tokens kept in the session go with it; rows of a SQL store stay for jobs unless ``revoke``,
     which revokes each identity's token where the provider can and deletes its row.
     """
+    from .tokens.session import SessionTokenStore
+
     state = get_app_state()
     store = state.runtime.token_store
     for provider, key in signed_in().items():
@@ -141,6 +147,8 @@ def sign_out(*, revoke: bool) -> None:
 
 
 def _revoke(provider: str, key: str) -> None:
+    from .provider import OAuth2Provider
+
     selected = get_app_state().providers.get(provider)
     store = get_app_state().runtime.token_store
     if not isinstance(selected, OAuth2Provider) or store is None:

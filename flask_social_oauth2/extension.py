@@ -6,7 +6,7 @@ import importlib
 import logging
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Final, TypeVar
+from typing import TYPE_CHECKING, Any, Final, TypeGuard, TypeVar
 
 from flask import (
     Blueprint,
@@ -22,11 +22,9 @@ from flask import (
 )
 from flask.typing import ResponseReturnValue
 
-from . import accounts, client_auth, sign_in, signals
+from . import accounts, signals
 from .app_state import EXTENSION_KEY, AppState, get_app_state
 from .callback import finished_flow, read_posted_code
-from .checks import REPORTED_BY_CHECK, redirect_url_problems, untrusted_host_warning
-from .config import load_settings
 from .errors import (
     AuthenticationError,
     ConfigurationError,
@@ -36,29 +34,28 @@ from .errors import (
     SocialOAuth2Error,
     UnknownProviderError,
 )
-from .options import DEFAULTS, read_options
 from .pages import error_page, misconfigured_page
-from .provider import OAuth2Provider, SocialProvider
-from .providers import BUILTIN_PROVIDERS
 from .runtime import Runtime
-from .settings import OAuth2Info, SocialProfile
 from .start_confirmation import StartConfirmation
 from .state_cookie import FLOW_PAGE_HEADERS, StateCookieStore, app_scope
-from .tokens.identity import Identity
 
+# Importing this module stays cheap (the figure README.md gives): the providers, the flow, the
+# token stores and the configuration readers are imported where init_app or a request needs them.
 if TYPE_CHECKING:
     from .api import ProviderSession
+    from .provider import OAuth2Provider, SocialProvider
+    from .settings import OAuth2Info, SocialProfile
+    from .tokens.identity import Identity
+
+    AuthenticatedHandler = Callable[
+        [SocialProvider, OAuth2Info, SocialProfile], ResponseReturnValue
+    ]
+    ErrorHandler = Callable[[str, AuthenticationError], ResponseReturnValue]
 
 logger = logging.getLogger("flask_social_oauth2")
 
 ENDPOINT: Final = "social_oauth2.authenticate"
-#: ``Cache-Control`` of the public documents served for providers to fetch (JWK set, client
-#: metadata): shared caches may keep them five minutes, so a changed key or redirect URI is
-#: seen soon (the provider may keep its own copy longer).
-SERVED_DOCUMENT_CACHE: Final = "public, max-age=300"
 
-AuthenticatedHandler = Callable[[SocialProvider, OAuth2Info, SocialProfile], ResponseReturnValue]
-ErrorHandler = Callable[[str, AuthenticationError], ResponseReturnValue]
 _H = TypeVar("_H", bound=Callable[..., Any])
 
 
@@ -96,6 +93,11 @@ class SocialOAuth2:
         :raises ConfigurationError: listing every problem of every block.
         :raises SocialOAuth2Error: when the extension is already set up on ``app``.
         """
+        from . import served_documents
+        from .checks import REPORTED_BY_CHECK, redirect_url_problems, untrusted_host_warning
+        from .config import load_settings
+        from .options import DEFAULTS, read_options
+
         if EXTENSION_KEY in app.extensions:
             raise SocialOAuth2Error(
                 f"flask-social-oauth2 is already set up on app {app.name!r}; call init_app once"
@@ -123,9 +125,9 @@ class SocialOAuth2:
         blueprint.add_url_rule(
             rule, "authenticate", self._authenticate_view, methods=["GET", "POST"]
         )
-        blueprint.add_url_rule(f"{rule}/jwks.json", "jwks", _jwks_view)
+        blueprint.add_url_rule(f"{rule}/jwks.json", "jwks", served_documents.jwks_view)
         blueprint.add_url_rule(
-            f"{rule}/client-metadata.json", "client_metadata", _client_metadata_view
+            f"{rule}/client-metadata.json", "client_metadata", served_documents.client_metadata_view
         )
         app.register_blueprint(blueprint)
         scope = app_scope(app.import_name, rule)
@@ -169,6 +171,9 @@ class SocialOAuth2:
     def _provider_class(
         self, name: str, configured: Mapping[str, Any], problems: list[ConfigurationProblem]
     ) -> type[SocialProvider] | None:
+        from .provider import OAuth2Provider, SocialProvider
+        from .providers import BUILTIN_PROVIDERS
+
         choice: Any = configured.get(name, self._provider_classes.get(name))
         if choice is None:
             return BUILTIN_PROVIDERS.get(name, OAuth2Provider)
@@ -245,7 +250,7 @@ class SocialOAuth2:
         :raises RuntimeError: without ``key`` outside a request.
         """
         provider = self.provider(name)
-        if not isinstance(provider, OAuth2Provider):
+        if not _is_oauth2(provider):
             raise TypeError(f"provider {name!r} is not an OAuth2Provider and has no API session")
         if key is None:
             if not has_request_context():
@@ -317,6 +322,8 @@ class SocialOAuth2:
         :return: Every problem found; empty when each ``redirectURL`` routes to the authenticate
             endpoint for its own provider.
         """
+        from .checks import redirect_url_problems
+
         app = app if app is not None else current_app._get_current_object()  # type: ignore[attr-defined]
         return redirect_url_problems(app)
 
@@ -426,18 +433,26 @@ class SocialOAuth2:
         return response
 
 
+def _is_oauth2(provider: object) -> TypeGuard[OAuth2Provider]:
+    from .provider import OAuth2Provider  # imported by init_app: a lookup in sys.modules
+
+    return isinstance(provider, OAuth2Provider)
+
+
 def _has_form_post_callback(provider: SocialProvider) -> bool:
     """Whether ``provider``'s callback is a form ``POST`` (``response_mode=form_post``: Apple,
     or a block's ``customProperties.responseMode``), read by its own
     :meth:`~SocialProvider.authenticate`."""
-    return isinstance(provider, OAuth2Provider) and provider.uses_form_post()
+    return _is_oauth2(provider) and provider.uses_form_post()
 
 
 def _exchange_posted_code(provider: SocialProvider) -> OAuth2Info:
     """``POST /authenticate/<provider>`` with ``{"code": "...", "code_verifier": "..."}`` from a
     client-side framework (see :func:`~flask_social_oauth2.callback.read_posted_code`);
     accepted only for providers without ``authorizationURL``, whose flow the browser ran."""
-    if not isinstance(provider, OAuth2Provider) or provider.settings.authorization_url is not None:
+    from . import sign_in
+
+    if not _is_oauth2(provider) or provider.settings.authorization_url is not None:
         raise InvalidCallbackError(
             provider.name,
             "POST is only for providers used with a client-side framework (no authorizationURL)",
@@ -452,31 +467,9 @@ def _check_redirect_urls_once() -> None:
     sign-in route of an affected provider then answers with :func:`_misconfigured_page`."""
     state = get_app_state()
     if state.redirect_problems is None:
+        from .checks import redirect_url_problems
+
         problems = tuple(redirect_url_problems(current_app._get_current_object()))  # type: ignore[attr-defined]
         state.redirect_problems = problems
         for problem in problems:
             logger.error("%s", problem)
-
-
-def _jwks_view(provider: str) -> ResponseReturnValue:
-    """``GET <url rule>/jwks.json``: the public JWK set of a block that signs its client
-    authentication with a private key, for the provider to fetch; 404 for any other."""
-    selected = get_app_state().providers.get(provider)
-    jwks = None if selected is None else client_auth.public_jwks(selected.settings)
-    if jwks is None:
-        abort(404)
-    response = jsonify(jwks)
-    response.headers["Cache-Control"] = SERVED_DOCUMENT_CACHE
-    return response
-
-
-def _client_metadata_view(provider: str) -> ResponseReturnValue:
-    """``GET <url rule>/client-metadata.json``: the client metadata document of a block whose
-    provider fetches one from its client ID (Bluesky's published client); 404 for any other."""
-    selected = get_app_state().providers.get(provider)
-    document = selected.client_metadata() if isinstance(selected, OAuth2Provider) else None
-    if document is None:
-        abort(404)
-    response = jsonify(document)
-    response.headers["Cache-Control"] = SERVED_DOCUMENT_CACHE
-    return response

@@ -7,14 +7,18 @@ The flow code (:mod:`flask_social_oauth2.provider` and below) reads them with
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from flask import current_app
 
 from .errors import SocialOAuth2Error
-from .start_confirmation import StartConfirmation
-from .state_cookie import StateCookieStore
-from .tokens.store import TokenStore
+
+# Named in annotations only: importing this module (as the extension does, through the app
+# state) does not import the state cookie or the token stores.
+if TYPE_CHECKING:
+    from .start_confirmation import StartConfirmation
+    from .state_cookie import StateCookieStore
+    from .tokens.store import TokenStore
 
 #: The key of the extension's per-app state in ``app.extensions``.
 EXTENSION_KEY: Final = "social_oauth2"

@@ -1,0 +1,43 @@
+"""The public documents the extension serves for providers to fetch: the JWK set of a block
+that signs its client authentication with a private key, and a published client's metadata
+document (Bluesky). Registered by ``init_app``; imported with it, not with the extension."""
+
+from __future__ import annotations
+
+from typing import Final
+
+from flask import abort, jsonify
+from flask.typing import ResponseReturnValue
+
+from . import client_auth
+from .app_state import get_app_state
+from .provider import OAuth2Provider
+
+#: ``Cache-Control`` of the public documents served for providers to fetch (JWK set, client
+#: metadata): shared caches may keep them five minutes, so a changed key or redirect URI is
+#: seen soon (the provider may keep its own copy longer).
+SERVED_DOCUMENT_CACHE: Final = "public, max-age=300"
+
+
+def jwks_view(provider: str) -> ResponseReturnValue:
+    """``GET <url rule>/jwks.json``: the public JWK set of a block that signs its client
+    authentication with a private key, for the provider to fetch; 404 for any other."""
+    selected = get_app_state().providers.get(provider)
+    jwks = None if selected is None else client_auth.public_jwks(selected.settings)
+    if jwks is None:
+        abort(404)
+    response = jsonify(jwks)
+    response.headers["Cache-Control"] = SERVED_DOCUMENT_CACHE
+    return response
+
+
+def client_metadata_view(provider: str) -> ResponseReturnValue:
+    """``GET <url rule>/client-metadata.json``: the client metadata document of a block whose
+    provider fetches one from its client ID (Bluesky's published client); 404 for any other."""
+    selected = get_app_state().providers.get(provider)
+    document = selected.client_metadata() if isinstance(selected, OAuth2Provider) else None
+    if document is None:
+        abort(404)
+    response = jsonify(document)
+    response.headers["Cache-Control"] = SERVED_DOCUMENT_CACHE
+    return response

@@ -25,6 +25,7 @@ from .profile_fields import OPENID_FIELDS, ProfileFields
 from .provider_client import ProviderClient, TokenAuthMethod
 from .provider_response import ProviderResponse
 from .redirects import resolve_redirect_uri
+from .runtime import current_runtime
 from .settings import OAuth2Info, OAuth2Settings, SocialProfile
 from .social_provider import SocialProvider
 from .start_confirmation import StartConfirmation
@@ -83,8 +84,8 @@ class OAuth2Provider(ProviderClient):
 
     def authenticate(self) -> Response | OAuth2Info:
         if request.method == "POST" and self.uses_form_post() and not StartConfirmation.is_posted():
-            return sign_in.form_post_step(self)
-        return sign_in.step(self)
+            return sign_in.form_post_step(self, current_runtime())
+        return sign_in.step(self, current_runtime())
 
     def authorization_url(self, pending: PendingFlow, dpop_key: DPoPKey | None = None) -> str:
         """The provider address that starts ``pending``: the authorization request in its

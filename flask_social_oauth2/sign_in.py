@@ -26,9 +26,9 @@ from .errors import (
     StateError,
 )
 from .redirects import resolve_redirect_uri, safe_next_path
-from .runtime import current_runtime
 from .settings import OAuth2Info, OAuth2Settings
-from .state_cookie import PendingFlow
+from .start_confirmation import StartConfirmation
+from .state_cookie import PendingFlow, StateCookieStore
 from .tokens.cipher import InvalidToken
 from .tokens.store import current_cipher
 
@@ -83,6 +83,17 @@ class FlowProvider(Protocol):
     def authorization_origins(self) -> tuple[str, ...]: ...
 
 
+class FlowStores(Protocol):
+    """What the steps keep per app: the app's runtime record is one (the provider hands it
+    in; this module never reaches up for it)."""
+
+    @property
+    def state_cookies(self) -> StateCookieStore: ...
+
+    @property
+    def start_confirmation(self) -> StartConfirmation | None: ...
+
+
 def flow_binding(provider: FlowProvider, redirect_uri: str) -> str:
     """The digest that binds a flow started with ``redirect_uri`` to the provider's settings:
     token endpoint, client, redirect_uri, issuer and whether ``openid`` is asked."""
@@ -95,30 +106,30 @@ def flow_binding(provider: FlowProvider, redirect_uri: str) -> str:
     )
 
 
-def step(provider: FlowProvider) -> Response | OAuth2Info:
+def step(provider: FlowProvider, stores: FlowStores) -> Response | OAuth2Info:
     """Run the step of the sign-in the current request is at: start it, or finish it (or end
     it with the provider's error) when the request is the provider's callback. A start from
     another origin's page is first confirmed by the user (see
     :mod:`flask_social_oauth2.start_confirmation`)."""
     if request.method == "HEAD":  # a link preview or prefetch: never a step of the flow
         return callback.head_response()
-    confirmation = current_runtime().start_confirmation
+    confirmation = stores.start_confirmation
     if confirmation is not None and confirmation.is_posted():
         confirmation.check(provider.name)
-        return start(provider)
+        return start(provider, stores)
     received = callback.read_callback(provider.name)
     if received is None:
         if confirmation is not None and confirmation.needed():
             origins = provider.authorization_origins()
             if origins:  # else no start on the server at all: start() says why
                 return confirmation.page(provider.name, provider.title, origins)
-        return start(provider)
+        return start(provider, stores)
     if received.error is not None:
-        end_with_provider_error(provider, received)
-    return finish(provider, received)
+        end_with_provider_error(provider, received, stores)
+    return finish(provider, received, stores)
 
 
-def form_post_step(provider: FlowProvider) -> Response | OAuth2Info:
+def form_post_step(provider: FlowProvider, stores: FlowStores) -> Response | OAuth2Info:
     """The step of a form-post callback (``response_mode=form_post``): the provider's
     cross-site ``POST`` arrives without the ``SameSite=Lax`` state cookie and is answered with
     the same-origin page that posts the fields once more (:func:`~flask_social_oauth2.
@@ -133,11 +144,11 @@ def form_post_step(provider: FlowProvider) -> Response | OAuth2Info:
         return form_post.hop_page(received)
     fields = received.callback()
     if fields.error is not None:
-        end_with_provider_error(provider, fields)
-    return finish(provider, fields)
+        end_with_provider_error(provider, fields, stores)
+    return finish(provider, fields, stores)
 
 
-def start(provider: FlowProvider) -> Response:
+def start(provider: FlowProvider, stores: FlowStores) -> Response:
     """Record a new flow in the browser's state cookie and redirect to the provider."""
     settings = provider.settings
     if settings.authorization_url is None and provider.authorization_endpoint() is None:
@@ -162,7 +173,7 @@ def start(provider: FlowProvider) -> Response:
         context=provider.flow_context(),
     )
     url = provider.for_flow(pending).authorization_url(pending, dpop_key)
-    store = current_runtime().state_cookies
+    store = stores.state_cookies
     flows = store.load()
     flows.append(pending)
     store.save(flows)
@@ -172,7 +183,7 @@ def start(provider: FlowProvider) -> Response:
     return response
 
 
-def end_with_provider_error(provider: FlowProvider, received: Callback) -> None:
+def end_with_provider_error(provider: FlowProvider, received: Callback, stores: FlowStores) -> None:
     """Turn an ``error=`` callback into its exception, once its ``iss`` is checked (a forged
     error is a mix-up too, RFC 9207); the flow it names is forgotten.
 
@@ -182,7 +193,7 @@ def end_with_provider_error(provider: FlowProvider, received: Callback) -> None:
     """
     pending = None
     if received.state:
-        store = current_runtime().state_cookies
+        store = stores.state_cookies
         flows = store.load()
         pending = state_cookie.find(flows, received.state)
         if pending is not None and pending.provider == provider.name:
@@ -198,7 +209,7 @@ def end_with_provider_error(provider: FlowProvider, received: Callback) -> None:
     raise ProviderRefusedError(provider.name, code)
 
 
-def finish(provider: FlowProvider, received: Callback) -> OAuth2Info:
+def finish(provider: FlowProvider, received: Callback, stores: FlowStores) -> OAuth2Info:
     """Finish the flow the callback's state names: every check comes before the token
     request, and the flow is used up whatever the outcome.
 
@@ -208,7 +219,7 @@ def finish(provider: FlowProvider, received: Callback) -> OAuth2Info:
     name = provider.name
     if not received.state:
         raise StateError(name, "callback without state")
-    store = current_runtime().state_cookies
+    store = stores.state_cookies
     flows = store.load()
     pending = state_cookie.find(flows, received.state)
     if pending is None:

@@ -197,7 +197,7 @@ class AppleProvider(BuiltinProvider):
             return form_post.hop_page(received)
         if received.error is not None:
             self._end_with_posted_error(received)
-        info = sign_in.finish(self, received.callback())
+        info = sign_in.finish(self, received.callback(), current_runtime())
         name = first_sign_in_name(received.user)
         id_token = info.params.get("id_token")
         if name and isinstance(id_token, str):

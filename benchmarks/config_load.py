@@ -5,8 +5,9 @@ endpoints, maps included) is written once. Each round times, in alternating orde
 
 - ``yaml``: reading the file and ``yaml.load(text, Loader=StringScalarLoader)``, the loader
   class the project uses (libyaml's parser when PyYAML has it);
-- ``load``: ``flask_social_oauth2.config.load_settings`` with ``SOCIAL_OAUTH2_PROVIDERS_FILE``,
-  which reads and parses the same file the same way, then validates every block.
+- ``load``: ``flask_social_oauth2.config.blocks.load_settings`` with
+  ``SOCIAL_OAUTH2_PROVIDERS_FILE``, which reads and parses the same file the same way, then
+  validates every block.
 
 Before each timing the garbage collector runs, and it stays off during the timing: what a
 collection costs depends on everything else alive in the benchmark process, not on the code
@@ -24,7 +25,7 @@ from typing import Any
 
 import yaml
 
-from flask_social_oauth2.config import StringScalarLoader, load_settings
+from flask_social_oauth2.config.blocks import StringScalarLoader, load_settings
 
 from .stats import Check, iqr, median, ratios
 

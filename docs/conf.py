@@ -27,9 +27,8 @@ autodoc_default_options = {"members": True, "show-inheritance": True}
 # but which are not part of the reference.
 nitpicky = True
 INTERNAL_MODULES = (
-    "app_state|checks|cli|config|discovery|document_cache|flow|http_client|id_token|profile_fields"
-    "|provider_response|yaml_file|deadline|accounts|options|pages|client_auth|dpop|par"
-    "|provider|providers|pytest_plugin|redirects|runtime|settings|state_cookie|urls|local_idp"
+    "app_state|checks|cli|config|oauth|oidc|web|accounts|options|providers|pytest_plugin|runtime"
+    "|urls|local_idp|served_documents"
 )
 nitpick_ignore_regex = [
     (r"py:.*", r"(collections|abc|typing|types|datetime|pathlib|logging|http|enum|contextlib)\..*"),

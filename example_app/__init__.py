@@ -30,7 +30,7 @@ from flask import Flask
 from flask_login import LoginManager
 
 from flask_social_oauth2 import SocialOAuth2, signals
-from flask_social_oauth2.config import load_yaml_blocks
+from flask_social_oauth2.config.blocks import load_yaml_blocks
 
 from . import bluesky, views
 from .access_log import hide_callback_queries

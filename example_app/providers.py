@@ -15,7 +15,7 @@ from typing import Any, Final
 from flask import current_app
 
 from flask_social_oauth2 import SocialOAuth2
-from flask_social_oauth2.config import expand_environment
+from flask_social_oauth2.config.blocks import expand_environment
 from flask_social_oauth2.errors import ConfigurationError, ConfigurationProblem
 
 __all__ = ["ProviderChoice", "label", "select_blocks", "social"]

@@ -10,9 +10,9 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from .config.settings import OAuth2Info, OAuth2Settings, SocialProfile
     from .extension import SocialOAuth2
-    from .provider import OAuth2Provider, SocialProvider
-    from .settings import OAuth2Info, OAuth2Settings, SocialProfile
+    from .providers.oauth2 import OAuth2Provider, SocialProvider
 
 __all__ = [
     "OAuth2Info",
@@ -24,12 +24,12 @@ __all__ = [
 ]
 
 _HOMES = {
-    "OAuth2Info": "settings",
-    "OAuth2Provider": "provider",
-    "OAuth2Settings": "settings",
+    "OAuth2Info": "config.settings",
+    "OAuth2Provider": "providers.oauth2",
+    "OAuth2Settings": "config.settings",
     "SocialOAuth2": "extension",
-    "SocialProfile": "settings",
-    "SocialProvider": "provider",
+    "SocialProfile": "config.settings",
+    "SocialProvider": "providers.oauth2",
 }
 
 

@@ -18,7 +18,7 @@ from .errors import AuthenticationError, SocialOAuth2Error
 # The extension imports this module: the provider and the token stores, which init_app imports,
 # are imported where they are used, so that importing the extension stays cheap.
 if TYPE_CHECKING:
-    from .settings import OAuth2Info
+    from .config.settings import OAuth2Info
     from .tokens.identity import Identity, IdentityStore
 
 logger = logging.getLogger("flask_social_oauth2")
@@ -147,7 +147,7 @@ def sign_out(*, revoke: bool) -> None:
 
 
 def _revoke(provider: str, key: str) -> None:
-    from .provider import OAuth2Provider
+    from .providers.oauth2 import OAuth2Provider
 
     selected = get_app_state().providers.get(provider)
     store = get_app_state().runtime.token_store

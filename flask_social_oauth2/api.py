@@ -18,14 +18,15 @@ import requests
 from flask import Flask, current_app
 from requests_oauthlib import OAuth2Session
 
-from . import dpop, signals
+from . import signals
+from .config.settings import OAuth2Info
 from .errors import SignInRequiredError, UnexpectedResponseError
-from .http_client import get_client
-from .provider import OAuth2Provider
+from .oauth import dpop
+from .oauth.http_client import get_client
+from .oauth.revocation import API_BASE_URL_KEY
 from .providers.base import BuiltinProvider
-from .revocation import API_BASE_URL_KEY
+from .providers.oauth2 import OAuth2Provider
 from .runtime import current_runtime
-from .settings import OAuth2Info
 from .tokens.store import TokenStore, refresh_due
 from .urls import check_endpoint_url
 

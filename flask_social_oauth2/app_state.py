@@ -12,7 +12,7 @@ from .errors import ConfigurationProblem, SocialOAuth2Error
 from .runtime import EXTENSION_KEY, Runtime
 
 if TYPE_CHECKING:
-    from .provider import SocialProvider
+    from .providers.oauth2 import SocialProvider
 
 __all__ = ["EXTENSION_KEY", "AppState", "get_app_state"]
 

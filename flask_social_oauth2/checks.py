@@ -19,12 +19,12 @@ from werkzeug.routing import RequestRedirect
 from werkzeug.sansio.utils import host_is_trusted
 
 from .app_state import get_app_state
-from .config import load_settings, providers_file
+from .config.blocks import load_settings, providers_file
 from .errors import ConfigurationError, ConfigurationProblem
 from .urls import is_loopback_host
 
 if TYPE_CHECKING:
-    from .provider import SocialProvider
+    from .providers.oauth2 import SocialProvider
 
 #: Set on the log records of warnings that :func:`check_configuration` reports too, so that
 #: ``flask social check`` can print each warning once.

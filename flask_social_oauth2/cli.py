@@ -22,13 +22,13 @@ import click
 from flask import Flask, current_app
 from flask.cli import AppGroup, ScriptInfo
 
-from . import client_auth
 from .app_state import get_app_state
 from .checks import REPORTED_BY_CHECK, CheckReport, check_configuration, no_provider_warning
+from .config.settings import MASK, closest_name, masked
 from .errors import ConfigurationError, SocialOAuth2Error
-from .provider import OAuth2Provider, SocialProvider
+from .oauth import client_auth
 from .providers.docs import init_blocks
-from .settings import MASK, closest_name, masked
+from .providers.oauth2 import OAuth2Provider, SocialProvider
 from .urls import is_loopback_host
 
 __all__ = ["CheckReport", "check_configuration", "social_cli"]

@@ -24,7 +24,6 @@ from flask.typing import ResponseReturnValue
 
 from . import accounts, signals
 from .app_state import EXTENSION_KEY, AppState, get_app_state
-from .callback import finished_flow, read_posted_code
 from .errors import (
     AuthenticationError,
     ConfigurationError,
@@ -34,17 +33,18 @@ from .errors import (
     SocialOAuth2Error,
     UnknownProviderError,
 )
-from .pages import error_page, misconfigured_page
 from .runtime import Runtime
-from .start_confirmation import StartConfirmation
-from .state_cookie import FLOW_PAGE_HEADERS, StateCookieStore, app_scope
+from .web.callback import finished_flow, read_posted_code
+from .web.pages import error_page, misconfigured_page
+from .web.start_confirmation import StartConfirmation
+from .web.state_cookie import FLOW_PAGE_HEADERS, StateCookieStore, app_scope
 
 # Importing this module stays cheap (the figure README.md gives): the providers, the flow, the
 # token stores and the configuration readers are imported where init_app or a request needs them.
 if TYPE_CHECKING:
     from .api import ProviderSession
-    from .provider import OAuth2Provider, SocialProvider
-    from .settings import OAuth2Info, SocialProfile
+    from .config.settings import OAuth2Info, SocialProfile
+    from .providers.oauth2 import OAuth2Provider, SocialProvider
     from .tokens.identity import Identity
 
     AuthenticatedHandler = Callable[
@@ -95,7 +95,7 @@ class SocialOAuth2:
         """
         from . import served_documents
         from .checks import REPORTED_BY_CHECK, redirect_url_problems, untrusted_host_warning
-        from .config import load_settings
+        from .config.blocks import load_settings
         from .options import DEFAULTS, read_options
 
         if EXTENSION_KEY in app.extensions:
@@ -171,8 +171,8 @@ class SocialOAuth2:
     def _provider_class(
         self, name: str, configured: Mapping[str, Any], problems: list[ConfigurationProblem]
     ) -> type[SocialProvider] | None:
-        from .provider import OAuth2Provider, SocialProvider
         from .providers import BUILTIN_PROVIDERS
+        from .providers.oauth2 import OAuth2Provider, SocialProvider
 
         choice: Any = configured.get(name, self._provider_classes.get(name))
         if choice is None:
@@ -434,7 +434,7 @@ class SocialOAuth2:
 
 
 def _is_oauth2(provider: object) -> TypeGuard[OAuth2Provider]:
-    from .provider import OAuth2Provider  # imported by init_app: a lookup in sys.modules
+    from .providers.oauth2 import OAuth2Provider  # imported by init_app: a lookup in sys.modules
 
     return isinstance(provider, OAuth2Provider)
 
@@ -448,9 +448,9 @@ def _has_form_post_callback(provider: SocialProvider) -> bool:
 
 def _exchange_posted_code(provider: SocialProvider) -> OAuth2Info:
     """``POST /authenticate/<provider>`` with ``{"code": "...", "code_verifier": "..."}`` from a
-    client-side framework (see :func:`~flask_social_oauth2.callback.read_posted_code`);
+    client-side framework (see :func:`~flask_social_oauth2.web.callback.read_posted_code`);
     accepted only for providers without ``authorizationURL``, whose flow the browser ran."""
-    from . import sign_in
+    from .web import sign_in
 
     if not _is_oauth2(provider) or provider.settings.authorization_url is not None:
         raise InvalidCallbackError(

@@ -1,6 +1,6 @@
 """The per-app objects a sign-in flow needs, built once in ``init_app``.
 
-The flow code (:mod:`flask_social_oauth2.provider` and below) reads them with
+The flow code (:mod:`flask_social_oauth2.providers.oauth2` and below) reads them with
 :func:`current_runtime`; it never reaches up for the extension or its app state.
 """
 
@@ -16,9 +16,9 @@ from .errors import SocialOAuth2Error
 # Named in annotations only: importing this module (as the extension does, through the app
 # state) does not import the state cookie or the token stores.
 if TYPE_CHECKING:
-    from .start_confirmation import StartConfirmation
-    from .state_cookie import StateCookieStore
     from .tokens.store import TokenStore
+    from .web.start_confirmation import StartConfirmation
+    from .web.state_cookie import StateCookieStore
 
 #: The key of the extension's per-app state in ``app.extensions``.
 EXTENSION_KEY: Final = "social_oauth2"

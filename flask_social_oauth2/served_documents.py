@@ -9,9 +9,9 @@ from typing import Final
 from flask import abort, jsonify
 from flask.typing import ResponseReturnValue
 
-from . import client_auth
 from .app_state import get_app_state
-from .provider import OAuth2Provider
+from .oauth import client_auth
+from .providers.oauth2 import OAuth2Provider
 
 #: ``Cache-Control`` of the public documents served for providers to fetch (JWK set, client
 #: metadata): shared caches may keep them five minutes, so a changed key or redirect URI is

@@ -45,7 +45,7 @@ from werkzeug.test import TestResponse
 
 from .app_state import get_app_state
 from .errors import UnknownProviderError
-from .provider import OAuth2Provider
+from .providers.oauth2 import OAuth2Provider
 
 if TYPE_CHECKING:
     from .local_idp import LocalIdentityProvider, LocalUser, TokenFailure

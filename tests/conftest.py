@@ -38,7 +38,7 @@ def _example_instance_folder(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) ->
 def _fresh_openid_caches() -> Iterator[None]:
     """OpenID metadata and key sets are cached per process by URL; a later loopback server may
     reuse an earlier one's port, so every test starts with empty caches."""
-    from flask_social_oauth2 import discovery
+    from flask_social_oauth2.oidc import discovery
 
     discovery.clear_caches()
     yield
@@ -120,7 +120,7 @@ def discovery_clock() -> Iterator[Any]:
     of this process for the test's duration."""
     from helpers import Clock
 
-    from flask_social_oauth2 import discovery
+    from flask_social_oauth2.oidc import discovery
 
     caches = discovery.process_caches()
     real = caches.clock
@@ -133,7 +133,7 @@ def discovery_clock() -> Iterator[Any]:
 @pytest.fixture
 def issued(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
     """Every token response the package reads (code exchanges and refreshes)."""
-    from flask_social_oauth2 import flow
+    from flask_social_oauth2.oauth import flow
 
     seen: list[Any] = []
     original = flow.parse_token_response

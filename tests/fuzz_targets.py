@@ -5,12 +5,12 @@ Usage::
     python tests/fuzz_targets.py state_cookie -runs=20000 -seed=1
     python tests/fuzz_targets.py next_path -runs=20000 -seed=1
 
-``state_cookie`` feeds :func:`flask_social_oauth2.state_cookie.decode` random bytes as the
+``state_cookie`` feeds :func:`flask_social_oauth2.web.state_cookie.decode` random bytes as the
 cookie value, and structured variations of validly signed payloads (any JSON shapes, entries of
 the right length with wrong types, fallback and foreign keys, odd clocks and TTLs, tampering).
 The decoder must never raise, and must give only well-formed, unexpired flows.
 
-``next_path`` feeds :func:`flask_social_oauth2.redirects.safe_next_path` any text: the answer is
+``next_path`` feeds :func:`flask_social_oauth2.web.redirects.safe_next_path` any text: the answer is
 ``None`` or the input itself, a path with one leading ``/``, no backslash, no control, space or
 non-ASCII character, with no scheme and no host, that keeps the app's host when resolved.
 
@@ -28,7 +28,7 @@ from urllib.parse import urljoin, urlsplit
 import atheris
 
 with atheris.instrument_imports(include=["flask_social_oauth2"]):
-    from flask_social_oauth2 import redirects, state_cookie
+    from flask_social_oauth2.web import redirects, state_cookie
 
 KEY = "fuzz-secret-key"
 OLD_KEY = "fuzz-old-secret-key"

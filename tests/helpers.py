@@ -457,7 +457,7 @@ def state_cookie_name(app: Flask, *, secure: bool = False) -> str:
 def browser_code(server: LocalIdentityProvider, verifier: str, **params: str) -> str:
     """What a client-side framework does in the browser: send the authorization request with
     the S256 challenge of ``verifier`` to ``server`` (auto-approving); the code it returns."""
-    from flask_social_oauth2.flow import code_challenge
+    from flask_social_oauth2.oauth.flow import code_challenge
 
     query = {
         "response_type": "code",

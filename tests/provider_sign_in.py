@@ -20,7 +20,7 @@ from fault_server import Behaviour, FaultServer
 from flask import Flask
 
 from flask_social_oauth2 import OAuth2Info, SocialOAuth2, SocialProfile
-from flask_social_oauth2.provider import SocialProvider
+from flask_social_oauth2.providers.oauth2 import SocialProvider
 
 FIXTURES: Final = Path(__file__).parent / "fixtures" / "providers"
 CLIENT_ID: Final = "provider-test-client"

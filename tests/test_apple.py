@@ -20,11 +20,11 @@ from helpers import MakeApp, PageForm, parse_form, watch
 from joserfc import jwt
 
 from flask_social_oauth2.errors import ConfigurationError, IdTokenError, UnexpectedResponseError
-from flask_social_oauth2.form_post import HOP_FIELD, FormPost, read_form_post
 from flask_social_oauth2.local_idp import LocalUser, ManualClock
 from flask_social_oauth2.local_idp.apple import LocalAppleProvider
 from flask_social_oauth2.providers import apple_secret
 from flask_social_oauth2.providers.apple import first_sign_in_name
+from flask_social_oauth2.web.form_post import HOP_FIELD, FormPost, read_form_post
 
 SERVICES_ID = "com.example.web"
 CALLBACK = "http://localhost/authenticate/apple"

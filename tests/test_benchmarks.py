@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from flask_social_oauth2 import dpop
+from flask_social_oauth2.oauth import dpop
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))

@@ -23,8 +23,9 @@ from fault_server import Behaviour, FaultServer
 from flask import Flask
 from helpers import MakeApp, assert_not_logged, callback_path, parse_form
 
-from flask_social_oauth2 import OAuth2Info, SocialOAuth2, dpop, signals
+from flask_social_oauth2 import OAuth2Info, SocialOAuth2, signals
 from flask_social_oauth2.errors import AccessDeniedError, StateError
+from flask_social_oauth2.oauth import dpop
 from flask_social_oauth2.providers.bluesky import BlueskyProvider
 
 pytestmark = pytest.mark.atproto

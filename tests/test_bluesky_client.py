@@ -22,9 +22,10 @@ from flask import Flask, request
 from helpers import MakeApp, callback_path, live_server
 from joserfc.jwk import ECKey
 
-from flask_social_oauth2 import SocialOAuth2, client_auth, dpop, signals
+from flask_social_oauth2 import SocialOAuth2, signals
 from flask_social_oauth2.cli import social_cli
 from flask_social_oauth2.errors import ConfigurationError, UnexpectedResponseError
+from flask_social_oauth2.oauth import client_auth, dpop
 
 BASE_URL = "http://127.0.0.1:5000"
 DOCUMENT = "/authenticate/bluesky/client-metadata.json"

@@ -20,7 +20,7 @@ from helpers import CLIENT_SECRET, MakeApp, block_for, example_value, valid_bloc
 
 from flask_social_oauth2 import SocialOAuth2
 from flask_social_oauth2.cli import provider_blocks, social_cli
-from flask_social_oauth2.config import StringScalarLoader, load_settings
+from flask_social_oauth2.config.blocks import StringScalarLoader, load_settings
 from flask_social_oauth2.errors import ConfigurationError
 from flask_social_oauth2.providers import BUILTIN_PROVIDERS
 
@@ -281,7 +281,7 @@ def test_providers_prints_class_profile_address_and_redirect_url(make_app: MakeA
         "  scope:          openid profile email\n"
         "\n"
         "example\n"
-        "  class:          flask_social_oauth2.provider.OAuth2Provider\n"
+        "  class:          flask_social_oauth2.providers.oauth2.OAuth2Provider\n"
         "  authorization:  https://provider.example/authorize\n"
         "  token:          https://provider.example/token\n"
         "  profile:        https://provider.example/userinfo\n"

@@ -17,10 +17,10 @@ from joserfc import jwt
 from joserfc.jwk import ECKey, OctKey, RSAKey
 from oidc_provider_server import OidcProviderServer
 
-from flask_social_oauth2 import client_auth
 from flask_social_oauth2.cli import social_cli
+from flask_social_oauth2.config.settings import OAuth2Settings
 from flask_social_oauth2.errors import ConfigurationError
-from flask_social_oauth2.settings import OAuth2Settings
+from flask_social_oauth2.oauth import client_auth
 
 Factory = Callable[..., OidcProviderServer]
 REDIRECT = "http://localhost/authenticate/op"

@@ -13,9 +13,9 @@ from flask import Flask
 from helpers import valid_block
 
 from flask_social_oauth2 import SocialOAuth2
-from flask_social_oauth2.config import load_settings, load_yaml_blocks, providers_file
+from flask_social_oauth2.config.blocks import load_settings, load_yaml_blocks, providers_file
+from flask_social_oauth2.config.yaml_file import _yaml_problem
 from flask_social_oauth2.errors import ConfigurationError
-from flask_social_oauth2.yaml_file import _yaml_problem
 
 BLOCK_YAML = """\
 github:
@@ -291,9 +291,9 @@ def alias_bomb() -> str:
 BOMB_RUNNER = """\
 import resource, sys, time
 resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
-from flask_social_oauth2.config import load_settings
+from flask_social_oauth2.config.blocks import load_settings
 from flask_social_oauth2.errors import ConfigurationError
-from flask_social_oauth2.yaml_file import _yaml_problem
+from flask_social_oauth2.config.yaml_file import _yaml_problem
 started = time.perf_counter()
 try:
     load_settings({"SOCIAL_OAUTH2_PROVIDERS_FILE": sys.argv[1]}, {"X": "x" * 64})

@@ -9,7 +9,7 @@ import pytest
 import requests
 from fault_server import Behaviour, FaultServer, _Exchange
 
-from flask_social_oauth2.deadline import _DEADLINE_POOLS, DeadlineAdapter, deadline
+from flask_social_oauth2.oauth.deadline import _DEADLINE_POOLS, DeadlineAdapter, deadline
 
 
 @pytest.fixture

@@ -45,21 +45,26 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from joserfc.jwk import RSAKey
 
-from flask_social_oauth2 import OAuth2Info, discovery
-from flask_social_oauth2.discovery import cache_seconds, issuer_from_discovery_url, metadata_urls
+from flask_social_oauth2 import OAuth2Info
+from flask_social_oauth2.config.settings import OAuth2Settings
 from flask_social_oauth2.errors import (
     ConfigurationError,
     DiscoveryError,
     StateError,
 )
 from flask_social_oauth2.local_idp import LocalIdentityProvider
-from flask_social_oauth2.provider_metadata import (
+from flask_social_oauth2.oauth.metadata import (
     ProviderMetadata,
     expected_token_issuer,
     issuer_matches,
 )
+from flask_social_oauth2.oidc import discovery
+from flask_social_oauth2.oidc.discovery import (
+    cache_seconds,
+    issuer_from_discovery_url,
+    metadata_urls,
+)
 from flask_social_oauth2.providers import BUILTIN_PROVIDERS
-from flask_social_oauth2.settings import OAuth2Settings
 
 # -- discovery -----------------------------------------------------------------------------------
 

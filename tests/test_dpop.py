@@ -1,6 +1,6 @@
-"""DPoP keys, proofs and server nonces (flask_social_oauth2.dpop, RFC 9449): proofs checked as a
-server checks them, the answers that ask for a nonce, and a PAR + DPoP sign-in at panva's
-certified oidc-provider made with nothing but this module's proofs."""
+"""DPoP keys, proofs and server nonces (flask_social_oauth2.oauth.dpop, RFC 9449): proofs
+checked as a server checks them, the answers that ask for a nonce, and a PAR + DPoP sign-in at
+panva's certified oidc-provider made with nothing but this module's proofs."""
 
 from __future__ import annotations
 
@@ -24,8 +24,8 @@ from joserfc import jws, jwt
 from joserfc.jwk import ECKey, RSAKey
 from oidc_provider_server import OidcProviderServer
 
-from flask_social_oauth2 import dpop, www_authenticate
-from flask_social_oauth2.dpop import DPoPKey, NonceStore
+from flask_social_oauth2.oauth import dpop, www_authenticate
+from flask_social_oauth2.oauth.dpop import DPoPKey, NonceStore
 
 Factory = Callable[..., OidcProviderServer]
 
@@ -588,7 +588,7 @@ AUTHENTICATION: dict[str, str] = {"client_id": "app", "client_secret": CLIENT_SE
 
 
 class DPoPClient:
-    """Requests with proofs from :mod:`flask_social_oauth2.dpop`, retried once on
+    """Requests with proofs from :mod:`flask_social_oauth2.oauth.dpop`, retried once on
     ``use_dpop_nonce``, as the integration is to make them."""
 
     def __init__(self, key: DPoPKey, store: NonceStore) -> None:

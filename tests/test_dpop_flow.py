@@ -28,8 +28,9 @@ from helpers import (
 )
 from oidc_provider_server import OidcProviderServer
 
-from flask_social_oauth2 import SocialOAuth2, client_auth, dpop, signals
-from flask_social_oauth2.settings import OAuth2Info, OAuth2Settings
+from flask_social_oauth2 import SocialOAuth2, signals
+from flask_social_oauth2.config.settings import OAuth2Info, OAuth2Settings
+from flask_social_oauth2.oauth import client_auth, dpop
 
 Factory = Callable[..., OidcProviderServer]
 REDIRECT = "http://localhost/authenticate/op"

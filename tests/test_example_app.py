@@ -32,7 +32,7 @@ from example_app.__main__ import main as example_main
 from example_app.bluesky import DEFAULT_VARIABLES
 from example_app.serve import APPLE_USER, CLIENT_ID, run_example
 from flask_social_oauth2.cli import social_cli
-from flask_social_oauth2.config import load_yaml_blocks
+from flask_social_oauth2.config.blocks import load_yaml_blocks
 from flask_social_oauth2.errors import ConfigurationError
 from flask_social_oauth2.local_idp import LocalIdentityProvider, LocalUser
 from flask_social_oauth2.testing import local_idp, local_idp_block, sign_in

@@ -138,7 +138,9 @@ def test_provider_classes_setting_gives_a_block_another_class(make_app: MakeApp)
 def test_provider_classes_accepts_an_import_path(make_app: MakeApp) -> None:
     app = make_app(
         {"second": block_for("second")},
-        SOCIAL_OAUTH2_PROVIDER_CLASSES={"second": "flask_social_oauth2.provider:OAuth2Provider"},
+        SOCIAL_OAUTH2_PROVIDER_CLASSES={
+            "second": "flask_social_oauth2.providers.oauth2:OAuth2Provider"
+        },
     )
     assert type(app.extensions["social_oauth2"].providers["second"]) is OAuth2Provider
 

@@ -10,7 +10,8 @@ import pytest
 from fault_server import Behaviour, FaultServer, refused_url
 from helpers import CLIENT_SECRET, MakeApp, code_callback, fault_app, start_flow
 
-from flask_social_oauth2 import SocialOAuth2, client_auth, flow
+from flask_social_oauth2 import SocialOAuth2
+from flask_social_oauth2.oauth import client_auth, flow
 
 USERINFO = {"sub": "u-1", "name": "Ada Lovelace", "email": "ada@example.org"}
 

@@ -22,7 +22,7 @@ from test_par import REDIRECT, op_block, op_server, routes
 from flask_social_oauth2 import OAuth2Provider, OAuth2Settings, SocialOAuth2
 from flask_social_oauth2.cli import social_cli
 from flask_social_oauth2.errors import ConfigurationError
-from flask_social_oauth2.form_post import HOP_FIELD
+from flask_social_oauth2.web.form_post import HOP_FIELD
 
 Factory = Callable[..., OidcProviderServer]
 ROUTE = "/authenticate/op"

@@ -23,8 +23,8 @@ from test_browser import TIMEOUT_MS, browser  # noqa: F401 (the fixture)
 from test_par import SECRET, op_block
 
 from flask_social_oauth2 import OAuth2Info, SocialOAuth2, SocialProfile, SocialProvider
-from flask_social_oauth2.form_post import HOP_FIELD
 from flask_social_oauth2.local_idp.serving import LoopbackServer
+from flask_social_oauth2.web.form_post import HOP_FIELD
 
 pytestmark = pytest.mark.browser
 

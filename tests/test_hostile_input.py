@@ -22,11 +22,11 @@ from markupsafe import escape
 from werkzeug.urls import iri_to_uri
 
 from flask_social_oauth2 import OAuth2Settings, errors
-from flask_social_oauth2.config import load_settings
+from flask_social_oauth2.config.blocks import load_settings
+from flask_social_oauth2.config.settings import CONFIG_KEYS
 from flask_social_oauth2.errors import ConfigurationError
-from flask_social_oauth2.pages import ERROR_PAGE
-from flask_social_oauth2.redirects import safe_next_path
-from flask_social_oauth2.settings import CONFIG_KEYS
+from flask_social_oauth2.web.pages import ERROR_PAGE
+from flask_social_oauth2.web.redirects import safe_next_path
 
 FAST: Final = settings(
     max_examples=250,

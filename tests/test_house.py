@@ -11,6 +11,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Final
 
 import flask_social_oauth2
 
@@ -52,6 +53,15 @@ def imported_modules(module: str, path: Path, modules: dict[str, Path]) -> Itera
                 target = target.rpartition(".")[0]
             if target.startswith(NAME) and target != module:
                 yield target
+
+
+def third_party_imports(path: Path) -> Iterator[str]:
+    """The absolute imports in ``path``'s source (anywhere in it), by module name."""
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            yield from (alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            yield node.module
 
 
 def import_graph() -> dict[str, set[str]]:
@@ -96,38 +106,32 @@ def test_the_package_has_no_import_cycle() -> None:
     assert cycle is None, "import cycle: " + " -> ".join(cycle or [])
 
 
-#: The rooms from the top floor down (DESIGN.md's layout list, with the modules it does not
-#: name placed where their imports put them). A room imports only rooms on lower floors; rooms
-#: of one floor do not import each other. Two places differ from the list's order: the
-#: built-in ``providers/`` stand above ``provider.py``, because their classes extend
-#: :class:`~flask_social_oauth2.provider.OAuth2Provider`; and ``local_idp/``, a provider of its
-#: own for development, stands above ``urls.py``, whose address checks it shares.
+#: The rooms from the top floor down (DESIGN.md's layout, with the modules it does not name
+#: placed where their imports put them). A room imports only rooms on lower floors; rooms of one
+#: floor do not import each other. The Flask layer (``web/``) stands under ``providers/`` and
+#: ``runtime.py``: the steps know a provider only by the protocol they need and are handed the
+#: app's stores, so nothing below calls back up. The protocol core (``oidc/``, ``oauth/``,
+#: ``config/``) imports neither Flask nor Werkzeug (see the test below).
 FLOORS: tuple[tuple[str, ...], ...] = (
     ("__init__",),
     ("extension",),
     ("cli", "pytest_plugin"),
-    ("testing", "checks", "api", "accounts", "options", "pages", "served_documents"),
+    ("testing", "checks", "api", "accounts", "options", "served_documents"),
     ("app_state",),
     ("providers",),
-    ("provider",),
-    ("provider_client",),
-    ("sign_in",),
-    ("id_token", "revocation", "runtime", "par", "form_post"),
-    (
-        "discovery",
-        "flow",
-        "social_provider",
-        "profile_fields",
-        "callback",
-        "tokens",
-        "start_confirmation",
-    ),
-    ("document_cache", "state_cookie", "config", "local_idp", "provider_metadata"),
-    ("yaml_file",),
-    ("http_client", "client_auth", "atproto"),
-    ("settings", "deadline", "provider_response", "dpop"),
-    ("errors", "signals", "redirects", "urls", "www_authenticate", "recently_used"),
+    ("runtime",),
+    ("web",),
+    ("tokens",),
+    ("local_idp", "atproto", "oidc"),
+    ("oauth",),
+    ("config",),
+    ("errors", "signals", "urls"),
 )
+#: The folders of the protocol core: no module in them imports Flask or Werkzeug.
+FLASK_FREE: Final = ("oauth", "oidc", "atproto", "config")
+#: At most this many modules at the top of the package: the rest live in folders that say
+#: which layer they belong to.
+MAX_TOP_LEVEL_MODULES: Final = 15
 
 
 def room(module: str) -> str:
@@ -153,6 +157,30 @@ def test_every_room_imports_only_rooms_on_lower_floors() -> None:
 #: The most lines a module of the package may have: past it, a module holds more than one
 #: concept (issue 13).
 MAX_MODULE_LINES = 500
+
+
+def test_the_protocol_core_imports_neither_flask_nor_werkzeug() -> None:
+    offenders = sorted(
+        f"{module} imports {target}"
+        for module, path in package_modules().items()
+        if room(module) in FLASK_FREE
+        for target in third_party_imports(path)
+        if target.split(".")[0] in ("flask", "werkzeug")
+    )
+    assert not offenders, offenders
+
+
+def test_the_import_reader_sees_flask_anywhere_in_a_module(tmp_path: Path) -> None:
+    path = tmp_path / "m.py"
+    path.write_text("def f():\n    from werkzeug.http import dump_cookie\nimport flask\n")
+    assert set(third_party_imports(path)) == {"werkzeug.http", "flask"}
+
+
+def test_the_package_top_holds_few_modules() -> None:
+    top = sorted(path.name for path in PACKAGE.glob("*.py") if path.name != "__init__.py")
+    assert len(top) <= MAX_TOP_LEVEL_MODULES, top
+    for folder in (*FLASK_FREE, "web", "providers", "tokens"):
+        assert (PACKAGE / folder / "__init__.py").is_file(), folder
 
 
 def test_no_module_is_over_500_lines() -> None:
@@ -192,8 +220,8 @@ def test_the_graph_sees_imports_inside_functions_and_type_checking_blocks(
 def test_the_graph_is_not_empty() -> None:
     graph = import_graph()
     assert f"{NAME}.extension" in graph
-    assert f"{NAME}.settings" in graph[f"{NAME}.extension"] or any(
-        f"{NAME}.settings" in targets for targets in graph.values()
+    assert f"{NAME}.config.settings" in graph[f"{NAME}.extension"] or any(
+        f"{NAME}.config.settings" in targets for targets in graph.values()
     )
 
 
@@ -240,21 +268,14 @@ HEAVY_AT_IMPORT = (
         for room in (
             "providers",
             "atproto",
-            "provider",
-            "provider_client",
-            "sign_in",
-            "flow",
-            "dpop",
-            "id_token",
-            "discovery",
+            "web.sign_in",
+            "web.form_post",
+            "oauth",
+            "oidc",
             "tokens",
-            "settings",
             "config",
             "options",
             "checks",
-            "client_auth",
-            "http_client",
-            "yaml_file",
         )
     ),
 )

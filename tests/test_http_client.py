@@ -19,8 +19,8 @@ import pytest
 from fault_server import Behaviour, FaultServer, refused_url
 
 from flask_social_oauth2.errors import ProfileRetrievalError, UnexpectedResponseError
-from flask_social_oauth2.http_client import ProviderHTTPClient
-from flask_social_oauth2.provider_response import ProviderResponse
+from flask_social_oauth2.oauth.http_client import ProviderHTTPClient
+from flask_social_oauth2.oauth.provider_response import ProviderResponse
 
 
 def call(client: ProviderHTTPClient, url: str, **kwargs: object) -> ProviderResponse:

@@ -42,9 +42,9 @@ from multiprocess_support import (
 )
 from sqlalchemy.engine import make_url
 
+from flask_social_oauth2.config.settings import OAuth2Info
 from flask_social_oauth2.local_idp import LocalIdentityProvider
 from flask_social_oauth2.local_idp.records import RecordedTokenRequest
-from flask_social_oauth2.settings import OAuth2Info
 from flask_social_oauth2.tokens import SQLAlchemyTokenStore
 
 pytestmark = pytest.mark.multiprocess

@@ -38,7 +38,7 @@ from markupsafe import escape
 
 from flask_social_oauth2 import errors, signals
 from flask_social_oauth2.errors import AuthenticationError, UnexpectedResponseError
-from flask_social_oauth2.pages import ERROR_PAGE
+from flask_social_oauth2.web.pages import ERROR_PAGE
 
 CODE: Final = "the-authorization-code-4f1e"
 #: Every page the built-in error handler can render: the fixed sentence of each error class.

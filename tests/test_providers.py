@@ -38,15 +38,14 @@ from provider_sign_in import PLAIN_TOKEN
 from provider_sign_in import sign_in as route_sign_in
 
 from flask_social_oauth2 import OAuth2Info, OAuth2Settings, SocialOAuth2, SocialProfile
-from flask_social_oauth2.config import StringScalarLoader
+from flask_social_oauth2.config.blocks import StringScalarLoader
+from flask_social_oauth2.config.profile_fields import ProfileFields
 from flask_social_oauth2.errors import (
     ConfigurationError,
     InvalidCallbackError,
     ProfileRetrievalError,
     UnexpectedResponseError,
 )
-from flask_social_oauth2.profile_fields import ProfileFields
-from flask_social_oauth2.provider import OAuth2Provider
 from flask_social_oauth2.providers import (
     BUILTIN_PROVIDERS,
     PROVIDER_FACTS,
@@ -56,6 +55,7 @@ from flask_social_oauth2.providers import (
 )
 from flask_social_oauth2.providers.base import provider_class
 from flask_social_oauth2.providers.facts import ProviderFacts
+from flask_social_oauth2.providers.oauth2 import OAuth2Provider
 
 GitHubProvider: Final = BUILTIN_PROVIDERS["github"]
 KeycloakProvider: Final = BUILTIN_PROVIDERS["keycloak"]

@@ -43,8 +43,8 @@ from flask_social_oauth2.errors import (
     ProfileRetrievalError,
     UnexpectedResponseError,
 )
-from flask_social_oauth2.provider import OAuth2Provider
 from flask_social_oauth2.providers import BUILTIN_PROVIDERS, PROVIDER_FACTS, docs
+from flask_social_oauth2.providers.oauth2 import OAuth2Provider
 
 
 @pytest.fixture

@@ -353,7 +353,7 @@ def test_line_id_token_checks(server: FaultServer, changes: dict[str, Any], mess
 
 def test_only_line_accepts_a_channel_secret_signature(server: FaultServer) -> None:
     """The generic verification refuses HS256: only LINE's class checks it, with its secret."""
-    from flask_social_oauth2.id_token import SAFE_ALGORITHMS
+    from flask_social_oauth2.oidc.id_token import SAFE_ALGORITHMS
 
     assert "HS256" not in SAFE_ALGORITHMS
     assert [

@@ -6,7 +6,7 @@ import pytest
 from flask import Flask
 from werkzeug.middleware.proxy_fix import ProxyFix
 
-from flask_social_oauth2.redirects import resolve_redirect_uri, safe_next_path
+from flask_social_oauth2.web.redirects import resolve_redirect_uri, safe_next_path
 
 
 @pytest.mark.parametrize(

@@ -28,9 +28,7 @@ from helpers import ALICE, CLIENT_ID, MakeApp, valid_block
 import flask_social_oauth2
 from flask_social_oauth2 import SocialOAuth2
 from flask_social_oauth2.api import ProviderSession
-from flask_social_oauth2.callback import Callback
-from flask_social_oauth2.dpop import DPoPKey, KeyCache
-from flask_social_oauth2.form_post import FormPost
+from flask_social_oauth2.config.settings import OAuth2Info, OAuth2Settings
 from flask_social_oauth2.local_idp import LocalIdentityProvider
 from flask_social_oauth2.local_idp.apple import CheckedSecret
 from flask_social_oauth2.local_idp.clock import ManualClock
@@ -41,14 +39,16 @@ from flask_social_oauth2.local_idp.models import (
     TokenResponse,
 )
 from flask_social_oauth2.local_idp.server import LocalAuthorizationServer
-from flask_social_oauth2.provider import OAuth2Provider, SocialProvider
-from flask_social_oauth2.provider_response import ProviderResponse
+from flask_social_oauth2.oauth.dpop import DPoPKey, KeyCache
+from flask_social_oauth2.oauth.provider_response import ProviderResponse
 from flask_social_oauth2.providers.apple_secret import _Made
-from flask_social_oauth2.settings import OAuth2Info, OAuth2Settings
-from flask_social_oauth2.state_cookie import PendingFlow, StateSerializer
+from flask_social_oauth2.providers.oauth2 import OAuth2Provider, SocialProvider
 from flask_social_oauth2.tokens import SessionTokenStore
 from flask_social_oauth2.tokens.cipher import TokenCipher
 from flask_social_oauth2.tokens.sql import SQLAlchemyTokenStore
+from flask_social_oauth2.web.callback import Callback
+from flask_social_oauth2.web.form_post import FormPost
+from flask_social_oauth2.web.state_cookie import PendingFlow, StateSerializer
 
 SECRET: Final = "s3cr3t-9c1d4e"
 CODE: Final = "code-7a2b9f"

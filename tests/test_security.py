@@ -35,15 +35,10 @@ from helpers import (
 )
 from werkzeug.middleware.proxy_fix import ProxyFix
 
-from flask_social_oauth2 import (
-    OAuth2Info,
-    SocialOAuth2,
-    SocialProfile,
-    SocialProvider,
-    state_cookie,
-)
+from flask_social_oauth2 import OAuth2Info, SocialOAuth2, SocialProfile, SocialProvider
 from flask_social_oauth2.errors import AuthenticationError, ConfigurationError
 from flask_social_oauth2.local_idp import LocalIdentityProvider, LocalUser
+from flask_social_oauth2.web import state_cookie
 
 
 def extension(app: Flask) -> SocialOAuth2:

@@ -9,8 +9,8 @@ import pytest
 from helpers import CLIENT_SECRET, valid_block
 
 from flask_social_oauth2 import OAuth2Info, OAuth2Settings, SocialProfile
+from flask_social_oauth2.config.settings import CONFIG_KEYS, REQUIRED_KEYS
 from flask_social_oauth2.errors import ConfigurationError
-from flask_social_oauth2.settings import CONFIG_KEYS, REQUIRED_KEYS
 
 
 def problems_of(block: Any) -> list[str]:

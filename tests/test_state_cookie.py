@@ -6,9 +6,10 @@ import pytest
 from flask import Flask
 from itsdangerous import URLSafeTimedSerializer
 
-from flask_social_oauth2 import flow, state_cookie
 from flask_social_oauth2.errors import SocialOAuth2Error
-from flask_social_oauth2.state_cookie import (
+from flask_social_oauth2.oauth import flow
+from flask_social_oauth2.web import state_cookie
+from flask_social_oauth2.web.state_cookie import (
     MAX_COOKIE_VALUE,
     MAX_PENDING_FLOWS,
     PendingFlow,

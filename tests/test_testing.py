@@ -226,7 +226,7 @@ class Watch:
         assert manager.has_plugin("social_oauth2"), "the plugin is not loaded"
         assert hasattr(manager.get_plugin("social_oauth2"), "social_idp")
         heavy = ("requests", "urllib3", "oauthlib", "yaml", "authlib",
-                 "flask_social_oauth2.provider")
+                 "flask_social_oauth2.providers.oauth2")
         print("LOADED", sorted(name for name in heavy if name in sys.modules))
 
 sys.exit(pytest.main(

@@ -16,10 +16,10 @@ from helpers import MakeApp, RotatingRenewer, make_token, sign_in
 from itsdangerous import URLSafeTimedSerializer
 from markupsafe import Markup
 
+from flask_social_oauth2.config.settings import OAuth2Info
 from flask_social_oauth2.errors import ConfigurationError, SignInRequiredError
 from flask_social_oauth2.local_idp import LocalIdentityProvider
 from flask_social_oauth2.runtime import current_runtime
-from flask_social_oauth2.settings import OAuth2Info
 from flask_social_oauth2.tokens import (
     SessionTokenStore,
     SQLAlchemyTokenStore,

@@ -28,9 +28,9 @@ from helpers import (
     token_strings,
 )
 
+from flask_social_oauth2.config.settings import OAuth2Info
 from flask_social_oauth2.errors import SignInRequiredError, TokenStoreUnavailableError
 from flask_social_oauth2.local_idp import LocalIdentityProvider
-from flask_social_oauth2.settings import OAuth2Info
 from flask_social_oauth2.tokens import SQLAlchemyTokenStore
 from flask_social_oauth2.tokens.store import current_cipher
 

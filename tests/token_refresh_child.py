@@ -12,7 +12,7 @@ import time
 from flask import Flask
 from helpers import make_token
 
-from flask_social_oauth2.settings import OAuth2Info
+from flask_social_oauth2.config.settings import OAuth2Info
 from flask_social_oauth2.tokens import SQLAlchemyTokenStore
 
 

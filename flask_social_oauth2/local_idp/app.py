@@ -18,14 +18,7 @@ from flask import Flask, Response, abort, request
 from oauthlib.common import add_params_to_uri
 
 from .models import LocalUser, TokenFailure, user_claims
-from .pages import (
-    avatar_svg,
-    consent_page,
-    favicon,
-    index_page,
-    refused_page,
-    render,
-)
+from .pages import avatar_svg, consent_page, favicon, index_page, refused_page, render
 from .records import NextAnswers, RecordedTokenRequest, Records
 from .server import BearerValidator, LocalAuthorizationServer
 from .serving import is_loopback

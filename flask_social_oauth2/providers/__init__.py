@@ -1,7 +1,8 @@
 """Built-in providers: one declarative :class:`ProviderFacts` each, in one module per provider.
 
 A configuration block whose name is a key of :data:`BUILTIN_PROVIDERS` gets that provider's
-class; any other name gets the generic :class:`~flask_social_oauth2.provider.OAuth2Provider`.
+class; any other name gets the generic
+:class:`~flask_social_oauth2.providers.oauth2.OAuth2Provider`.
 A block of another name can use a built-in class through ``SOCIAL_OAUTH2_PROVIDER_CLASSES``
 (e.g. ``{"github-enterprise": "github"}``) or ``SocialOAuth2(provider_classes=...)``.
 

@@ -9,8 +9,8 @@ from typing import Any, ClassVar, Final
 
 from flask import Response, g, request
 
-from .. import discovery, flow, form_post, sign_in
-from ..dpop import DPoPKey
+from ..config.profile_fields import ProfileFields
+from ..config.settings import OAuth2Info, OAuth2Settings
 from ..errors import (
     AccessDeniedError,
     ConfigurationProblem,
@@ -18,11 +18,13 @@ from ..errors import (
     ProfileRetrievalError,
     ProviderRefusedError,
 )
-from ..profile_fields import ProfileFields
+from ..oauth import flow
+from ..oauth.dpop import DPoPKey
+from ..oidc import discovery
 from ..runtime import current_runtime
-from ..settings import OAuth2Info, OAuth2Settings
-from ..start_confirmation import StartConfirmation
-from ..state_cookie import PendingFlow, find
+from ..web import form_post, sign_in
+from ..web.start_confirmation import StartConfirmation
+from ..web.state_cookie import PendingFlow, find
 from . import apple_secret
 from .base import BuiltinProvider
 from .facts import PropertyRule, ProviderFacts

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final
 
-from ..client_auth import load_signing_key, normalize_pem, sign_jwt
+from ..oauth.client_auth import load_signing_key, normalize_pem, sign_jwt
 
 if TYPE_CHECKING:
     from joserfc.jwk import ECKey
@@ -97,7 +97,7 @@ class ClientSecretCache:
 
 def make_secret(claims: SecretClaims, key: ECKey, now: float) -> str:
     """A new client secret for ``claims``, issued at ``now``, signed with ``key`` (the JWT
-    signing of :mod:`flask_social_oauth2.client_auth`)."""
+    signing of :mod:`flask_social_oauth2.oauth.client_auth`)."""
     issued = int(now)
     payload = {
         "iss": claims.team_id,

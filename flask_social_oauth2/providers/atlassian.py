@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from ..profile_fields import ProfileFields
+from ..config.profile_fields import ProfileFields
 from .facts import ProviderFacts, Quirk
 
 FACTS: Final = ProviderFacts(

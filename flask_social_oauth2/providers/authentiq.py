@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from ..profile_fields import OPENID_FIELDS
+from ..config.profile_fields import OPENID_FIELDS
 from .facts import ProviderFacts
 
 FACTS: Final = ProviderFacts(

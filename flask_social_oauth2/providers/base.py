@@ -14,21 +14,21 @@ from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 from flask import has_request_context, request
 
-from ..dpop import DPoPKey
+from ..config.profile_fields import first_text, lookup
+from ..config.settings import OAuth2Info, OAuth2Settings, SocialProfile
 from ..errors import (
     AuthenticationError,
     ConfigurationProblem,
     InvalidCallbackError,
     ProfileRetrievalError,
 )
-from ..flow import safe_error_code
-from ..profile_fields import first_text, lookup
-from ..provider import OAuth2Provider
-from ..provider_response import ProviderResponse
-from ..settings import OAuth2Info, OAuth2Settings, SocialProfile
-from ..state_cookie import PendingFlow
+from ..oauth.dpop import DPoPKey
+from ..oauth.flow import safe_error_code
+from ..oauth.provider_response import ProviderResponse
 from ..urls import check_endpoint_url
+from ..web.state_cookie import PendingFlow
 from .facts import CallbackTokenServer, ProviderFacts, Quirk
+from .oauth2 import OAuth2Provider
 
 logger = logging.getLogger("flask_social_oauth2")
 

@@ -14,8 +14,9 @@ from urllib.parse import quote, urlencode, urlsplit
 
 from flask import request
 
-from .. import atproto, client_auth, flow, form_post, par
-from ..dpop import DPoPKey
+from .. import atproto
+from ..config.profile_fields import ProfileFields
+from ..config.settings import OAuth2Info, OAuth2Settings
 from ..errors import (
     AuthenticationError,
     ConfigurationProblem,
@@ -24,10 +25,11 @@ from ..errors import (
     StateError,
     UnexpectedResponseError,
 )
-from ..profile_fields import ProfileFields
-from ..redirects import resolve_redirect_uri
-from ..settings import OAuth2Info, OAuth2Settings
-from ..state_cookie import PendingFlow
+from ..oauth import client_auth, flow, par
+from ..oauth.dpop import DPoPKey
+from ..web import form_post
+from ..web.redirects import resolve_redirect_uri
+from ..web.state_cookie import PendingFlow
 from .base import BuiltinProvider
 from .facts import PropertyRule, ProviderFacts
 

@@ -336,7 +336,7 @@ For a provider whose profile has other field names, subclass `OAuth2Provider` an
 
 ```python
 from flask_social_oauth2 import OAuth2Provider, SocialOAuth2
-from flask_social_oauth2.profile_fields import ProfileFields
+from flask_social_oauth2.config.profile_fields import ProfileFields
 
 
 class AcmeProvider(OAuth2Provider):

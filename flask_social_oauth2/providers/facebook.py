@@ -6,8 +6,8 @@ import hashlib
 import hmac
 from typing import Final
 
-from ..profile_fields import ProfileFields
-from ..settings import OAuth2Info
+from ..config.profile_fields import ProfileFields
+from ..config.settings import OAuth2Info
 from .base import BuiltinProvider
 from .facts import Param, PropertyRule, ProviderFacts
 

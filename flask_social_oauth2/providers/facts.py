@@ -16,10 +16,10 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Final, Literal
 
-from ..profile_fields import ProfileFields
-from ..provider import TokenAuthMethod
-from ..settings import OAuth2Settings
+from ..config.profile_fields import ProfileFields
+from ..config.settings import OAuth2Settings
 from ..urls import check_endpoint_url
+from .oauth2 import TokenAuthMethod
 
 _EMPTY: Final[Mapping[str, str]] = MappingProxyType({})
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Final
 
+from ..config.profile_fields import ProfileFields, first_text
+from ..config.settings import OAuth2Info, SocialProfile
 from ..errors import IdTokenError
-from ..id_token import check_claims
-from ..profile_fields import ProfileFields, first_text
-from ..settings import OAuth2Info, SocialProfile
-from ..state_cookie import PendingFlow
+from ..oidc.id_token import check_claims
+from ..web.state_cookie import PendingFlow
 from .base import BuiltinProvider
 from .facts import ProviderFacts
 

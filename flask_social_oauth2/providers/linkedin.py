@@ -6,8 +6,8 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any, Final
 
-from ..profile_fields import ProfileFields, as_text, first_text, lookup
-from ..settings import OAuth2Info, SocialProfile
+from ..config.profile_fields import ProfileFields, as_text, first_text, lookup
+from ..config.settings import OAuth2Info, SocialProfile
 from .base import BuiltinProvider
 from .facts import PropertyRule, ProviderFacts
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Final
 
-from ..profile_fields import ProfileFields
+from ..config.profile_fields import ProfileFields
 from .facts import ProviderFacts
 
 #: The GraphQL query of the profile call (the fields Meetup's guide shows).

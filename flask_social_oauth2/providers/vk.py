@@ -12,10 +12,10 @@ from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from flask import has_request_context, request
 
+from ..config.profile_fields import ProfileFields, first_text
+from ..config.settings import OAuth2Info, SocialProfile
 from ..errors import InvalidCallbackError, ProfileRetrievalError
-from ..flow import safe_error_code
-from ..profile_fields import ProfileFields, first_text
-from ..settings import OAuth2Info, SocialProfile
+from ..oauth.flow import safe_error_code
 from .base import BuiltinProvider
 from .facts import Param, PropertyRule, ProviderFacts, Quirk
 

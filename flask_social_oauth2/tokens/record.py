@@ -12,7 +12,7 @@ import json
 import time
 from typing import Any, Final
 
-from ..settings import OAuth2Info
+from ..config.settings import OAuth2Info
 
 #: The version of the record's layout, kept inside every record.
 RECORD_VERSION: Final = 1

@@ -13,8 +13,8 @@ from flask import current_app, has_request_context, request, session
 from flask.json.provider import DefaultJSONProvider
 from flask.sessions import SecureCookieSessionInterface
 
+from ..config.settings import OAuth2Info
 from ..errors import SignInRequiredError, SocialOAuth2Error
-from ..settings import OAuth2Info
 from .record import COMPACT_JSON, with_expiry
 from .store import IdentityLocks, Renew, refresh_due, seal, unseal
 

@@ -15,8 +15,8 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection, Engine, make_url
 from sqlalchemy.engine.url import URL
 
+from ..config.settings import OAuth2Info
 from ..errors import SignInRequiredError, TokenStoreUnavailableError
-from ..settings import OAuth2Info
 from .identity import Identity
 from .record import scope_of, with_expiry
 from .store import IdentityLocks, Renew, refresh_due, seal, unseal

@@ -11,8 +11,8 @@ from typing import Final, Protocol, runtime_checkable
 
 from flask import current_app
 
+from ..config.settings import OAuth2Info
 from ..errors import SignInRequiredError
-from ..settings import OAuth2Info
 from .cipher import InvalidToken, TokenCipher, app_cipher
 from .record import dump_record, load_record
 

@@ -12,8 +12,8 @@ from typing import Self
 
 from flask import Response
 
-from .errors import ConfigurationError, ConfigurationProblem
-from .settings import OAuth2Info, OAuth2Settings, SocialProfile
+from ..config.settings import OAuth2Info, OAuth2Settings, SocialProfile
+from ..errors import ConfigurationError, ConfigurationProblem
 
 
 class SocialProvider(ABC):

@@ -3,8 +3,9 @@
 The signature is checked with the provider's published keys (:func:`discovery.signing_keys`)
 using a library (joserfc), never hand-written crypto; the algorithm against an allow-list of
 asymmetric algorithms; ``iss``, ``aud``/``azp``, ``exp``, ``iat``, ``nbf`` with a small leeway;
-and the ``nonce`` kept with the flow's state. Like :mod:`~flask_social_oauth2.discovery`, this
-module sends nothing itself: the provider hands in a :class:`~flask_social_oauth2.discovery.Source`.
+and the ``nonce`` kept with the flow's state. Like :mod:`~flask_social_oauth2.oidc.discovery`,
+this module sends nothing itself: the provider hands in a
+:class:`~flask_social_oauth2.oidc.discovery.Source`.
 """
 
 from __future__ import annotations
@@ -18,12 +19,12 @@ from collections.abc import Iterable, Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final
 
+from ..config.settings import OAuth2Info, OAuth2Settings
+from ..errors import ConfigurationProblem, DiscoveryError, IdTokenError
+from ..oauth.flow import safe_error_code
+from ..oauth.metadata import ProviderMetadata, expected_token_issuer
 from . import discovery
 from .discovery import Source
-from .errors import ConfigurationProblem, DiscoveryError, IdTokenError
-from .flow import safe_error_code
-from .provider_metadata import ProviderMetadata, expected_token_issuer
-from .settings import OAuth2Info, OAuth2Settings
 
 if TYPE_CHECKING:
     from joserfc.jwk import Key

@@ -1,6 +1,6 @@
 """A provider's answer as the flow reads it: status, content type, headers and the whole body.
 
-Kept apart from :mod:`flask_social_oauth2.http_client`, which needs ``requests``, so that the
+Kept apart from :mod:`flask_social_oauth2.oauth.http_client`, which needs ``requests``, so that the
 modules that only read answers import nothing of the HTTP stack until a request is sent.
 """
 

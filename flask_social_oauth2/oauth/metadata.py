@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Final
 
-from .errors import DiscoveryError
-from .urls import check_endpoint_url
+from ..errors import DiscoveryError
+from ..urls import check_endpoint_url
 
 _TENANT_PLACEHOLDER: Final = "{tenantid}"
 _TENANT_RE: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9.\-]{0,99}")

@@ -29,8 +29,8 @@ from urllib3 import exceptions as urllib3_errors
 from urllib3.exceptions import LocationValueError
 from urllib3.util import parse_url
 
+from ..errors import AuthenticationError
 from .deadline import DeadlineAdapter, deadline, reset_deadline, set_deadline
-from .errors import AuthenticationError
 from .provider_response import ProviderResponse
 
 logger = logging.getLogger("flask_social_oauth2")

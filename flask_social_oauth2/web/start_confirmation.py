@@ -23,7 +23,7 @@ from itsdangerous import BadData, URLSafeTimedSerializer
 from markupsafe import escape
 from werkzeug.http import dump_cookie
 
-from .errors import StartNotConfirmedError
+from ..errors import StartNotConfirmedError
 
 #: The hidden form field of the confirmation page.
 TOKEN_FIELD: Final = "start_token"  # noqa: S105 (a form field name)
@@ -46,7 +46,7 @@ class StartConfirmation:
         gets the ``__Host-`` prefix, as the state cookie does).
     :param path: The cookie's path on plain http.
     :param scope: Mixed into the signing salt (see
-        :func:`~flask_social_oauth2.state_cookie.app_scope`).
+        :func:`~flask_social_oauth2.web.state_cookie.app_scope`).
     """
 
     __slots__ = ("cookie_name", "path", "salt")

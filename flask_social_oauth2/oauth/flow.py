@@ -16,9 +16,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final
 from urllib.parse import parse_qsl, urlencode
 
-from .errors import UnexpectedResponseError
+from ..config.settings import OAuth2Info, OAuth2Settings
+from ..errors import UnexpectedResponseError
 from .provider_response import ProviderResponse
-from .settings import OAuth2Info, OAuth2Settings
 
 #: Bytes of randomness in a state: 192 bits, above RFC 6749 10.10's 160.
 STATE_BYTES: Final = 24
@@ -150,7 +150,7 @@ def token_request_body(
     client_fields: Sequence[tuple[str, str]] = (),
 ) -> str:
     """The form body of the authorization code token request, with the client's
-    authentication fields (see :mod:`flask_social_oauth2.client_auth`): the body oauthlib's
+    authentication fields (see :mod:`flask_social_oauth2.oauth.client_auth`): the body oauthlib's
     ``prepare_token_request`` builds, in its order, encoded by :func:`urllib.parse.urlencode`
     alone (oauthlib parses an empty query and re-encodes every value first, for the same
     bytes)."""

@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, Literal, get_args
 from urllib.parse import quote
 
-from .errors import ConfigurationProblem
-from .settings import OAuth2Settings
+from ..config.settings import OAuth2Settings
+from ..errors import ConfigurationProblem
 
 if TYPE_CHECKING:
     from joserfc.jwk import ECKey, RSAKey

@@ -11,7 +11,7 @@ from typing import Any
 
 import yaml
 
-from .errors import ConfigurationError, ConfigurationProblem
+from ..errors import ConfigurationError, ConfigurationProblem
 
 _BaseLoader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 

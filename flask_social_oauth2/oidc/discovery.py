@@ -25,13 +25,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Protocol
 from urllib.parse import urlsplit
 
+from ..config.settings import OAuth2Settings
+from ..errors import AuthenticationError, ConfigurationProblem, DiscoveryError
+from ..oauth.metadata import ProviderMetadata as ProviderMetadata
+from ..oauth.metadata import issuer_matches
+from ..oauth.provider_response import ProviderResponse
+from ..urls import check_endpoint_url
 from .document_cache import Clock, DocumentCache, Entry
-from .errors import AuthenticationError, ConfigurationProblem, DiscoveryError
-from .provider_metadata import ProviderMetadata as ProviderMetadata
-from .provider_metadata import issuer_matches
-from .provider_response import ProviderResponse
-from .settings import OAuth2Settings
-from .urls import check_endpoint_url
 
 if TYPE_CHECKING:
     from joserfc.jwk import Key

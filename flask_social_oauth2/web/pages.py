@@ -7,7 +7,7 @@ from typing import Final
 from flask import Response, current_app, make_response
 from markupsafe import escape
 
-from .errors import ConfigurationProblem
+from ..errors import ConfigurationProblem
 from .state_cookie import FLOW_PAGE_HEADERS
 
 ERROR_PAGE: Final = """<!doctype html>

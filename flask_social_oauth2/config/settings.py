@@ -15,8 +15,8 @@ from types import MappingProxyType
 from typing import Any, ClassVar, Final
 from urllib.parse import urlsplit
 
-from .errors import ConfigurationError, ConfigurationProblem
-from .urls import check_endpoint_url, check_redirect_url
+from ..errors import ConfigurationError, ConfigurationProblem
+from ..urls import check_endpoint_url, check_redirect_url
 
 #: The URL checks are pure and the costly part of validating a record: memoized (bounded), so
 #: that a record derived with :meth:`OAuth2Settings.replace` (``with_settings``) re-checks only

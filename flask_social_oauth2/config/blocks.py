@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final
 
-from .errors import ConfigurationError, ConfigurationProblem
+from ..errors import ConfigurationError, ConfigurationProblem
 from .settings import OAuth2Settings
 
 _ENV_REFERENCE: Final = re.compile(r"\$\{([^}]*)\}")
@@ -207,8 +207,8 @@ def load_settings(
 
 def load_yaml_blocks(path: str | os.PathLike[str]) -> dict[str, Any]:
     """The provider blocks of a YAML file, see
-    :func:`flask_social_oauth2.yaml_file.load_yaml_blocks` (PyYAML is imported only when a file
-    is read)."""
+    :func:`flask_social_oauth2.config.yaml_file.load_yaml_blocks` (PyYAML is imported only
+    when a file is read)."""
     from .yaml_file import load_yaml_blocks as load
 
     return load(path)

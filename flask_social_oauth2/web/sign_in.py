@@ -2,7 +2,7 @@
 redirect) and finish it (state, the settings it is bound to, ``iss``, then the token request).
 
 The provider hands itself in; this module knows it only by the :class:`FlowProvider` protocol,
-so it never imports :mod:`flask_social_oauth2.provider`.
+so it never imports :mod:`flask_social_oauth2.providers.oauth2`.
 """
 
 from __future__ import annotations
@@ -15,22 +15,23 @@ from urllib.parse import urlsplit
 from flask import Response, current_app, request
 from werkzeug.datastructures import MultiDict
 
-from . import callback, flow, form_post, state_cookie
-from .callback import Callback
-from .dpop import DPoPKey
-from .errors import (
+from ..config.settings import OAuth2Info, OAuth2Settings
+from ..errors import (
     AccessDeniedError,
     AuthenticationError,
     InvalidCallbackError,
     ProviderRefusedError,
     StateError,
 )
+from ..oauth import flow
+from ..oauth.dpop import DPoPKey
+from ..tokens.cipher import InvalidToken
+from ..tokens.store import current_cipher
+from . import callback, form_post, state_cookie
+from .callback import Callback
 from .redirects import resolve_redirect_uri, safe_next_path
-from .settings import OAuth2Info, OAuth2Settings
 from .start_confirmation import StartConfirmation
 from .state_cookie import PendingFlow, StateCookieStore
-from .tokens.cipher import InvalidToken
-from .tokens.store import current_cipher
 
 logger = logging.getLogger("flask_social_oauth2")
 
@@ -110,7 +111,7 @@ def step(provider: FlowProvider, stores: FlowStores) -> Response | OAuth2Info:
     """Run the step of the sign-in the current request is at: start it, or finish it (or end
     it with the provider's error) when the request is the provider's callback. A start from
     another origin's page is first confirmed by the user (see
-    :mod:`flask_social_oauth2.start_confirmation`)."""
+    :mod:`flask_social_oauth2.web.start_confirmation`)."""
     if request.method == "HEAD":  # a link preview or prefetch: never a step of the flow
         return callback.head_response()
     confirmation = stores.start_confirmation

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final, Generic, TypeVar
 
-from .errors import AuthenticationError, DiscoveryError
+from ..errors import AuthenticationError, DiscoveryError
 
 logger = logging.getLogger("flask_social_oauth2")
 

@@ -1,8 +1,8 @@
 """The OAuth 2.0 provider: the authorization code flow for one settings record.
 
 :class:`OAuth2Provider` implements :class:`SocialProvider` (the interface the specification
-names): it runs the flow (the steps are in :mod:`flask_social_oauth2.sign_in`) and reads a
-profile, on :class:`~flask_social_oauth2.provider_client.ProviderClient` (how the block reaches
+names): it runs the flow (the steps are in :mod:`flask_social_oauth2.web.sign_in`) and reads a
+profile, on :class:`~flask_social_oauth2.providers.client.ProviderClient` (how the block reaches
 its server: checks, discovery, client authentication, DPoP, the requests). Built-in providers
 (``flask_social_oauth2.providers``) subclass it through one shared class driven by each
 provider's declarative facts.
@@ -18,18 +18,20 @@ from urllib.parse import urlencode, urlsplit
 
 from flask import Response, request
 
-from . import dpop, flow, form_post, id_token, par, revocation, sign_in
-from .dpop import DPoPKey
-from .errors import AuthenticationError, ConfigurationProblem, ProfileRetrievalError, StateError
-from .profile_fields import OPENID_FIELDS, ProfileFields
-from .provider_client import ProviderClient, TokenAuthMethod
-from .provider_response import ProviderResponse
-from .redirects import resolve_redirect_uri
-from .runtime import current_runtime
-from .settings import OAuth2Info, OAuth2Settings, SocialProfile
-from .social_provider import SocialProvider
-from .start_confirmation import StartConfirmation
-from .state_cookie import PendingFlow
+from ..config.profile_fields import OPENID_FIELDS, ProfileFields
+from ..config.settings import OAuth2Info, OAuth2Settings, SocialProfile
+from ..errors import AuthenticationError, ConfigurationProblem, ProfileRetrievalError, StateError
+from ..oauth import dpop, flow, par, revocation
+from ..oauth.dpop import DPoPKey
+from ..oauth.provider_response import ProviderResponse
+from ..oidc import id_token
+from ..runtime import current_runtime
+from ..web import form_post, sign_in
+from ..web.redirects import resolve_redirect_uri
+from ..web.start_confirmation import StartConfirmation
+from ..web.state_cookie import PendingFlow
+from .client import ProviderClient, TokenAuthMethod
+from .social import SocialProvider
 
 __all__ = ["OAuth2Provider", "SocialProvider", "TokenAuthMethod"]
 
@@ -74,7 +76,7 @@ class OAuth2Provider(ProviderClient):
     def uses_form_post(self) -> bool:
         """Whether the provider's callback is a form ``POST`` (``response_mode=form_post``),
         which :meth:`authenticate` reads, answering the provider's cross-site ``POST`` with one
-        same-origin hop (``flask_social_oauth2.form_post``): always for a class with
+        same-origin hop (``flask_social_oauth2.web.form_post``): always for a class with
         :attr:`form_post_callback`, else when ``customProperties.responseMode`` (or the
         ``response_mode`` of ``authorizationParams``) is ``form_post``. Otherwise a ``POST`` to
         the route is a client-side framework's JSON."""
@@ -90,7 +92,7 @@ class OAuth2Provider(ProviderClient):
     def authorization_url(self, pending: PendingFlow, dpop_key: DPoPKey | None = None) -> str:
         """The provider address that starts ``pending``: the authorization request in its
         query, or, when the provider takes pushed requests (RFC 9126, see
-        :mod:`flask_social_oauth2.par`), the request pushed first, client-authenticated, and
+        :mod:`flask_social_oauth2.oauth.par`), the request pushed first, client-authenticated, and
         only ``client_id`` and ``request_uri`` in the query.
 
         :raises UnexpectedResponseError: when the push fails (502; a timeout is 504).
@@ -173,7 +175,7 @@ class OAuth2Provider(ProviderClient):
 
     def check_issuer(self, issuer: str | None) -> None:
         """RFC 9207: where the provider names itself in the callback (``iss``), it must be the
-        expected issuer (:attr:`~.provider_client.ProviderClient.issuer`); where its discovery
+        expected issuer (:attr:`~.client.ProviderClient.issuer`); where its discovery
         document announces ``authorization_response_iss_parameter_supported``, ``iss`` is
         required."""
         expected = self.issuer
@@ -188,7 +190,7 @@ class OAuth2Provider(ProviderClient):
     def verify_token(self, info: OAuth2Info, pending: PendingFlow | None) -> OAuth2Info:
         """Check the token response against the flow it ends.
 
-        With an OpenID Connect issuer (:attr:`~.provider_client.ProviderClient.issuer`) and
+        With an OpenID Connect issuer (:attr:`~.client.ProviderClient.issuer`) and
         ``openid`` in the scope, the ID token is required and verified (signature, ``iss``,
         ``aud``, ``exp``, ``iat`` and the flow's ``nonce``); its claims are then
         ``OAuth2Info.id_token_claims``. Otherwise the response is accepted as it is.
@@ -388,7 +390,7 @@ class OAuth2Provider(ProviderClient):
 
     def fetch_profile(self, info: OAuth2Info) -> Mapping[str, Any]:
         """The profile JSON: by default a GET of
-        :attr:`~.provider_client.ProviderClient.profile_url` with the bearer token.
+        :attr:`~.client.ProviderClient.profile_url` with the bearer token.
 
         Without one, an OpenID Connect provider's discovered ``userinfo_endpoint`` is used, and
         without that the verified ID token's claims (``OAuth2Info.id_token_claims``).

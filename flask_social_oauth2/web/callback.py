@@ -17,7 +17,7 @@ from typing import Final
 from flask import Response, current_app, g, request
 from werkzeug.datastructures import MultiDict
 
-from .errors import InvalidCallbackError
+from ..errors import InvalidCallbackError
 from .state_cookie import FLOW_PAGE_HEADERS, PendingFlow
 
 #: Longest ``code``, ``state``, ``error`` or ``iss`` accepted in a callback.

@@ -1,5 +1,5 @@
 """How a provider block reaches its server: :class:`ProviderClient`, the base of
-:class:`~flask_social_oauth2.provider.OAuth2Provider` (which adds the flow and the profile).
+:class:`~flask_social_oauth2.providers.oauth2.OAuth2Provider` (which adds the flow and the profile).
 """
 
 from __future__ import annotations
@@ -8,25 +8,26 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar, Final
 
-from . import client_auth, discovery, dpop, flow, id_token, par, revocation
-from .client_auth import ClientAuthMethod
-from .dpop import DPoPKey
-from .errors import (
+from ..config.settings import OAuth2Info, OAuth2Settings
+from ..errors import (
     AuthenticationError,
     ConfigurationProblem,
     DiscoveryError,
     ProfileRetrievalError,
     UnexpectedResponseError,
 )
-from .provider_response import ProviderResponse
-from .runtime import current_runtime
-from .settings import OAuth2Info, OAuth2Settings
-from .social_provider import SocialProvider
+from ..oauth import client_auth, dpop, flow, par, revocation
+from ..oauth.client_auth import ClientAuthMethod
+from ..oauth.dpop import DPoPKey
+from ..oauth.provider_response import ProviderResponse
+from ..oidc import discovery, id_token
+from ..runtime import current_runtime
+from .social import SocialProvider
 
 __all__ = ["ProviderClient", "TokenAuthMethod"]
 
 #: Kept for subclasses written against 0.1 (two methods then); every method is
-#: :data:`~flask_social_oauth2.client_auth.ClientAuthMethod` now.
+#: :data:`~flask_social_oauth2.oauth.client_auth.ClientAuthMethod` now.
 TokenAuthMethod = ClientAuthMethod
 BodyWith = Callable[[Sequence[tuple[str, str]]], str]
 #: The ``customProperties`` key that turns DPoP on.
@@ -37,7 +38,7 @@ class ProviderClient(SocialProvider):
     """How one provider block reaches its server: the block's checks, its OpenID Connect
     issuer and discovery document, client authentication, DPoP proofs, and the requests
     themselves (to the token endpoint and to the provider's API), with the app's timeout
-    and size cap. :class:`~flask_social_oauth2.provider.OAuth2Provider` adds the flow and
+    and size cap. :class:`~flask_social_oauth2.providers.oauth2.OAuth2Provider` adds the flow and
     the profile on top.
     """
 
@@ -52,10 +53,11 @@ class ProviderClient(SocialProvider):
     default_api_url: ClassVar[str | None] = None
     #: How the client authenticates at the token endpoint unless ``customProperties`` says
     #: otherwise (``tokenEndpointAuthMethod``).
-    default_token_auth_method: ClassVar[TokenAuthMethod] = "client_secret_post"  # noqa: S105
+    default_token_auth_method: ClassVar[TokenAuthMethod] = "client_secret_post"
     #: Whether the provider speaks OpenID Connect: when the scope asks for ``openid``, its
     #: discovery document is read from :meth:`default_issuer_for` and its ID tokens verified,
-    #: as for a block with ``customProperties.issuer`` (see :mod:`flask_social_oauth2.discovery`).
+    #: as for a block with ``customProperties.issuer`` (see
+    #: :mod:`flask_social_oauth2.oidc.discovery`).
     openid_connect: ClassVar[bool] = False
     #: The issuer of an OpenID Connect provider with one fixed issuer.
     default_issuer: ClassVar[str | None] = None
@@ -251,7 +253,7 @@ class ProviderClient(SocialProvider):
     ) -> ProviderResponse:
         """Send a request to the provider with the app's timeout and size cap."""
         runtime = current_runtime()
-        from .http_client import get_client  # requests is imported at the first request
+        from ..oauth.http_client import get_client  # requests is imported at the first request
 
         return get_client().request(
             method,

@@ -14,14 +14,14 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Final
 from urllib.parse import quote
 
-from .errors import ConfigurationError, ConfigurationProblem, UnexpectedResponseError
+from ..config.settings import OAuth2Settings
+from ..errors import ConfigurationError, ConfigurationProblem, UnexpectedResponseError
+from ..urls import check_endpoint_url
 from .flow import read_token_fields, safe_error_code
 from .provider_response import ProviderResponse
-from .settings import OAuth2Settings
-from .urls import check_endpoint_url
 
 if TYPE_CHECKING:
-    from .discovery import ProviderMetadata
+    from .metadata import ProviderMetadata
 
 MODE_KEY: Final = "pushedAuthorization"
 URL_KEY: Final = "pushedAuthorizationURL"

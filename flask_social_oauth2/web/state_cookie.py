@@ -28,7 +28,7 @@ from itsdangerous import BadData, TimestampSigner
 from itsdangerous.encoding import base64_decode, base64_encode, want_bytes
 from werkzeug.http import dump_cookie
 
-from .errors import SocialOAuth2Error
+from ..errors import SocialOAuth2Error
 
 #: Abandoned flows are dropped, oldest first, past this many...
 MAX_PENDING_FLOWS: Final = 8
@@ -50,7 +50,7 @@ class PendingFlow:
     created: int
     nonce: str | None = None
     #: What the flow is bound to: a digest of the settings that started it (see
-    #: :func:`flask_social_oauth2.callback.flow_binding`).
+    #: :func:`flask_social_oauth2.web.callback.flow_binding`).
     binding: str = ""
     #: The flow's DPoP private key, encrypted with the app's token keys (never in clear in the
     #: cookie, which is signed, not encrypted); ``None`` without DPoP.

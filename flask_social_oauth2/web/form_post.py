@@ -19,9 +19,9 @@ from typing import Final
 from flask import Response, current_app, request
 from markupsafe import escape
 
+from ..config.settings import OAuth2Settings
+from ..errors import ConfigurationProblem, InvalidCallbackError
 from .callback import Callback, single_values
-from .errors import ConfigurationProblem, InvalidCallbackError
-from .settings import OAuth2Settings
 from .state_cookie import FLOW_PAGE_HEADERS
 
 #: The form field that marks the second, same-site POST.

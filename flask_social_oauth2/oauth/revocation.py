@@ -9,11 +9,11 @@ from collections.abc import Callable, Sequence
 from typing import Final
 from urllib.parse import urlencode
 
-from .errors import ConfigurationProblem, UnexpectedResponseError
+from ..config.settings import OAuth2Info, OAuth2Settings
+from ..errors import ConfigurationProblem, UnexpectedResponseError
+from ..urls import check_endpoint_url
 from .flow import read_token_fields
 from .provider_response import ProviderResponse
-from .settings import OAuth2Info, OAuth2Settings
-from .urls import check_endpoint_url
 
 #: The ``customProperties`` key naming a provider's revocation endpoint.
 REVOCATION_URL_KEY: Final = "revocationURL"

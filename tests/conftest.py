@@ -35,14 +35,14 @@ def _example_instance_folder(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) ->
 
 
 @pytest.fixture(autouse=True)
-def _fresh_openid_caches() -> Iterator[None]:
-    """OpenID metadata and key sets are cached per process by URL; a later loopback server may
-    reuse an earlier one's port, so every test starts with empty caches."""
-    from flask_social_oauth2.oidc import discovery
+def _fresh_caches() -> Iterator[None]:
+    """OpenID metadata, key sets and DPoP nonces are cached per process by URL; a later loopback
+    server may reuse an earlier one's port, so every test starts with empty caches."""
+    from flask_social_oauth2 import caches
 
-    discovery.clear_caches()
+    caches.clear_caches()
     yield
-    discovery.clear_caches()
+    caches.clear_caches()
 
 
 @pytest.fixture

@@ -125,7 +125,7 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     ("local_idp", "atproto", "oidc"),
     ("oauth",),
     ("config",),
-    ("errors", "signals", "urls"),
+    ("errors", "signals", "urls", "caches"),
 )
 #: The folders of the protocol core: no module in them imports Flask or Werkzeug.
 FLASK_FREE: Final = ("oauth", "oidc", "atproto", "config")

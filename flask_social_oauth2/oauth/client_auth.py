@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, Literal, get_args
 from urllib.parse import quote
 
+from .. import caches
 from ..config.settings import OAuth2Settings
 from ..errors import ConfigurationProblem
 
@@ -97,6 +98,9 @@ def load_signing_key(pem: str) -> ECKey | RSAKey:
             )
         return RSAKey.import_key(text)
     raise ValueError(f"is a {type(loaded).__name__}; it must be EC P-256 or RSA")
+
+
+caches.register("client assertion keys", load_signing_key.cache_clear)
 
 
 def algorithm_of(key: ECKey | RSAKey) -> str:

@@ -36,6 +36,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Final, NoReturn, TypeVar
 from urllib.parse import SplitResult, urlsplit
 
+from .. import caches
 from .recently_used import RecentlyUsed
 from .www_authenticate import challenges
 
@@ -348,6 +349,7 @@ class NonceStore:
 
 #: The nonces of this process.
 nonces: Final = NonceStore()
+caches.register("DPoP nonces", nonces.clear)
 
 
 class KeyCache:
@@ -393,6 +395,7 @@ class KeyCache:
 
 #: The keys this process loaded (:meth:`DPoPKey.load`).
 loaded_keys: Final = KeyCache()
+caches.register("DPoP keys", loaded_keys.clear)
 
 
 def _header(headers: Mapping[str, str], name: str) -> str | None:

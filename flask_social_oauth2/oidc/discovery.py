@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Protocol
 from urllib.parse import urlsplit
 
+from .. import caches
 from ..config.settings import OAuth2Settings
 from ..errors import AuthenticationError, ConfigurationProblem, DiscoveryError
 from ..oauth.metadata import ProviderMetadata as ProviderMetadata
@@ -220,9 +221,14 @@ def process_caches() -> ProcessCaches:
 
 
 def clear_caches() -> None:
-    """Forget every cached discovery document, key set and failure of this process (e.g.
-    between tests); the next use fetches them again."""
+    """Forget every cached discovery document, key set and failure of this process; the next
+    use fetches them again. :func:`flask_social_oauth2.caches.clear_caches` empties these and
+    every other process-wide cache."""
     _caches.clear()
+
+
+caches.register("discovery documents", lambda: _caches.metadata.clear())
+caches.register("key sets", lambda: _caches.keys.clear())
 
 
 def _after_fork() -> None:

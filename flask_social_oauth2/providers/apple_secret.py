@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final
 
+from .. import caches
 from ..oauth.client_auth import load_signing_key, normalize_pem, sign_jwt
 
 if TYPE_CHECKING:
@@ -111,3 +112,4 @@ def make_secret(claims: SecretClaims, key: ECKey, now: float) -> str:
 
 #: The secrets of this process.
 SECRETS: Final = ClientSecretCache()
+caches.register("Apple client secrets", SECRETS.clear)

@@ -13,6 +13,7 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
+from .. import caches
 from ..errors import ConfigurationError, ConfigurationProblem
 
 if TYPE_CHECKING:
@@ -85,6 +86,14 @@ _cache_lock = threading.Lock()
 #: Distinct key sets remembered; past it the cache starts again (an app that changes its keys
 #: on every request must not grow memory).
 _MAX_CACHED: Final = 64
+
+
+def _clear_ciphers() -> None:
+    with _cache_lock:
+        _cache.clear()
+
+
+caches.register("token ciphers", _clear_ciphers)
 
 
 def app_cipher(config: Mapping[str, Any]) -> TokenCipher:

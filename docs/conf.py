@@ -27,7 +27,7 @@ autodoc_default_options = {"members": True, "show-inheritance": True}
 # but which are not part of the reference.
 nitpicky = True
 INTERNAL_MODULES = (
-    "app_state|checks|cli|config|oauth|oidc|web|accounts|options|providers|pytest_plugin|runtime"
+    "checks|cli|config|oauth|oidc|web|accounts|options|providers|pytest_plugin|runtime"
     "|urls|local_idp|served_documents"
 )
 nitpick_ignore_regex = [

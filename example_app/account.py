@@ -86,7 +86,7 @@ def account() -> dict[str, Any] | None:
     if not current_user.is_authenticated:
         return None
     extension = social()
-    store = current_app.extensions["social_oauth2"].runtime.token_store
+    store = current_app.extensions["social_oauth2"].token_store
     identities = []
     for found in extension.identities(current_user.id):
         try:

@@ -43,7 +43,7 @@ class Users:
         self._lock = threading.Lock()
 
     def _engine(self) -> sa.Engine:
-        store = current_app.extensions["social_oauth2"].runtime.token_store
+        store = current_app.extensions["social_oauth2"].token_store
         assert isinstance(store, SQLAlchemyTokenStore), "the example keeps tokens in SQL"
         engine = store.engine
         with self._lock:

@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Any, Final
 
 from flask import g, has_request_context, session
 
-from .app_state import get_app_state
 from .errors import AuthenticationError, SocialOAuth2Error
+from .runtime import current_runtime
 
 # The extension imports this module: the provider and the token stores, which init_app imports,
 # are imported where they are used, so that importing the extension stays cheap.
@@ -35,7 +35,7 @@ def remember_sign_in(provider: str, key: str, info: OAuth2Info) -> None:
     """Keep the token of the identity just signed in in the app's token store, and remember
     that this browser (its session) and this request (:data:`flask.g`) signed in with it."""
     setattr(g, _JUST_SIGNED_IN, (provider, key))
-    store = get_app_state().runtime.token_store
+    store = current_runtime().token_store
     if store is None:
         return
     store.save(provider, key, info)
@@ -65,7 +65,7 @@ def identity_store() -> IdentityStore:
     """
     from .tokens.identity import IdentityStore
 
-    store = get_app_state().runtime.token_store
+    store = current_runtime().token_store
     if not isinstance(store, IdentityStore):
         raise SocialOAuth2Error(
             "linking identities to users needs a token store that keeps them: set"
@@ -115,7 +115,7 @@ def forget(provider: str, key: str, *, revoke: bool) -> None:
     """Delete the identity's kept token (and, in a SQL store, its row), first revoking it at
     the provider when ``revoke`` and the provider can. A failed revocation is logged as a
     warning and the identity is deleted anyway: the user asked for it to go."""
-    store = get_app_state().runtime.token_store
+    store = current_runtime().token_store
     if store is None:
         return
     if revoke:
@@ -135,8 +135,8 @@ def sign_out(*, revoke: bool) -> None:
     """
     from .tokens.session import SessionTokenStore
 
-    state = get_app_state()
-    store = state.runtime.token_store
+    state = current_runtime()
+    store = state.token_store
     for provider, key in signed_in().items():
         if revoke:
             forget(provider, key, revoke=True)
@@ -149,8 +149,8 @@ def sign_out(*, revoke: bool) -> None:
 def _revoke(provider: str, key: str) -> None:
     from .providers.oauth2 import OAuth2Provider
 
-    selected = get_app_state().providers.get(provider)
-    store = get_app_state().runtime.token_store
+    selected = current_runtime().providers.get(provider)
+    store = current_runtime().token_store
     if not isinstance(selected, OAuth2Provider) or store is None:
         return
     try:

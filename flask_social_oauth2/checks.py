@@ -18,9 +18,9 @@ from werkzeug.exceptions import MethodNotAllowed, NotFound
 from werkzeug.routing import RequestRedirect
 from werkzeug.sansio.utils import host_is_trusted
 
-from .app_state import get_app_state
 from .config.blocks import load_settings, providers_file
 from .errors import ConfigurationError, ConfigurationProblem
+from .runtime import current_runtime
 from .urls import is_loopback_host
 
 if TYPE_CHECKING:
@@ -68,7 +68,7 @@ def check_configuration(app: Flask) -> CheckReport:
     :param app: An app on which ``init_app`` succeeded.
     :raises SocialOAuth2Error: when the extension is not set up on ``app``.
     """
-    state = get_app_state(app)
+    state = current_runtime(app)
     report = CheckReport(providers=list(state.providers))
 
     def add(texts: list[str], problem: ConfigurationProblem | str) -> None:
@@ -109,7 +109,7 @@ def redirect_url_problems(
         problem only when it looks like a typo of the path the mounted rule expects
         (``/authenticat/github`` for ``/authenticate/github``).
     """
-    state = get_app_state(app)
+    state = current_runtime(app)
     adapter = app.url_map.bind(app.config.get("SERVER_NAME") or "localhost")
     rule = next((r.rule for r in app.url_map.iter_rules(state.endpoint)), "?")
     problems = []

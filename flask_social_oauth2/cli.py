@@ -22,13 +22,13 @@ import click
 from flask import Flask, current_app
 from flask.cli import AppGroup, ScriptInfo
 
-from .app_state import get_app_state
 from .checks import REPORTED_BY_CHECK, CheckReport, check_configuration, no_provider_warning
 from .config.settings import MASK, closest_name, masked
 from .errors import ConfigurationError, SocialOAuth2Error
 from .oauth import client_auth
 from .providers.docs import init_blocks
 from .providers.oauth2 import OAuth2Provider, SocialProvider
+from .runtime import current_runtime
 from .urls import is_loopback_host
 
 __all__ = ["CheckReport", "check_configuration", "social_cli"]
@@ -93,7 +93,7 @@ def _without_warnings_the_check_reports() -> Iterator[None]:
 
 def _state_providers(app: Flask) -> Mapping[str, SocialProvider]:
     try:
-        return get_app_state(app).providers
+        return current_runtime(app).providers
     except SocialOAuth2Error as error:
         _fail(f"error: {error}")
 

@@ -23,7 +23,6 @@ from flask import (
 from flask.typing import ResponseReturnValue
 
 from . import accounts, signals
-from .app_state import EXTENSION_KEY, AppState, get_app_state
 from .errors import (
     AuthenticationError,
     ConfigurationError,
@@ -33,7 +32,7 @@ from .errors import (
     SocialOAuth2Error,
     UnknownProviderError,
 )
-from .runtime import Runtime
+from .runtime import EXTENSION_KEY, Runtime, current_runtime
 from .web.callback import finished_flow, read_posted_code
 from .web.pages import error_page, misconfigured_page
 from .web.start_confirmation import StartConfirmation
@@ -131,7 +130,11 @@ class SocialOAuth2:
         )
         app.register_blueprint(blueprint)
         scope = app_scope(app.import_name, rule)
-        runtime = Runtime(
+        app.extensions[EXTENSION_KEY] = Runtime(
+            extension=self,
+            providers=MappingProxyType(providers),
+            endpoint=ENDPOINT,
+            session_key=config["SOCIAL_OAUTH2_SESSION_KEY"],
             state_cookies=StateCookieStore(
                 name=config["SOCIAL_OAUTH2_STATE_COOKIE"] or f"social_oauth2_state_{scope}",
                 path=config["SOCIAL_OAUTH2_STATE_COOKIE_PATH"],
@@ -149,13 +152,6 @@ class SocialOAuth2:
             )
             if options["confirm_cross_site_starts"]
             else None,
-        )
-        app.extensions[EXTENSION_KEY] = AppState(
-            extension=self,
-            providers=MappingProxyType(providers),
-            endpoint=ENDPOINT,
-            session_key=config["SOCIAL_OAUTH2_SESSION_KEY"],
-            runtime=runtime,
         )
         if config["SOCIAL_OAUTH2_CHECK_REDIRECT_URLS"]:
             early_problems = redirect_url_problems(app, routes_complete=False)
@@ -222,7 +218,7 @@ class SocialOAuth2:
 
         :raises UnknownProviderError: when no block of that name is configured.
         """
-        providers = get_app_state().providers
+        providers = current_runtime().providers
         try:
             return providers[name]
         except (KeyError, TypeError):
@@ -231,7 +227,7 @@ class SocialOAuth2:
     @property
     def providers(self) -> Mapping[str, SocialProvider]:
         """The current app's providers, by name (read-only)."""
-        return get_app_state().providers
+        return current_runtime().providers
 
     def api(self, name: str, key: str | None = None) -> ProviderSession:
         """A session for calling provider ``name``'s API as a signed-in identity, for this
@@ -260,7 +256,7 @@ class SocialOAuth2:
                 raise SignInRequiredError(name, "this browser has not signed in with it")
         from .api import ProviderSession  # requests-oauthlib, at the first API call
 
-        return ProviderSession(provider, key, get_app_state().runtime.token_store)
+        return ProviderSession(provider, key, current_runtime().token_store)
 
     # -- identities after sign-in ---------------------------------------------------------------
 
@@ -351,7 +347,7 @@ class SocialOAuth2:
     # -- the route ---------------------------------------------------------------------------
 
     def _authenticate_view(self, provider: str) -> ResponseReturnValue:
-        state = get_app_state()
+        state = current_runtime()
         selected = state.providers.get(provider)
         if selected is None:
             abort(404)
@@ -420,7 +416,7 @@ class SocialOAuth2:
             for header, value in FLOW_PAGE_HEADERS.items():
                 response.headers.setdefault(header, value)
             return response
-        session[get_app_state(app).session_key] = profile.to_dict()
+        session[current_runtime(app).session_key] = profile.to_dict()
         target = self.next_url()
         if answer_json:  # a client-side framework's POST; a form-post callback ends as a GET
             response = jsonify(signed_in=True, provider=provider.name, next=target)
@@ -465,7 +461,7 @@ def _exchange_posted_code(provider: SocialProvider) -> OAuth2Info:
 def _check_redirect_urls_once() -> None:
     """At the first request every route is known: log each redirect URL problem once; the
     sign-in route of an affected provider then answers with :func:`_misconfigured_page`."""
-    state = get_app_state()
+    state = current_runtime()
     if state.redirect_problems is None:
         from .checks import redirect_url_problems
 

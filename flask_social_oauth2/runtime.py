@@ -1,38 +1,56 @@
-"""The per-app objects a sign-in flow needs, built once in ``init_app``.
+"""One record per app, built once in ``init_app`` and kept in ``app.extensions["social_oauth2"]``:
+the providers, the options read from the config, the token store, the state cookie and the
+start confirmation. Everything below reads what it needs from it or is handed it; nothing about
+a request is ever kept here.
 
-The flow code (:mod:`flask_social_oauth2.providers.oauth2` and below) reads them with
-:func:`current_runtime`; it never reaches up for the extension or its app state.
+The sign-in steps (:mod:`flask_social_oauth2.web.sign_in`) never reach up for it: the provider
+that runs them hands it in, as the stores they need.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
-from flask import current_app
+from flask import Flask, current_app
 
-from .errors import SocialOAuth2Error
+from .errors import ConfigurationProblem, SocialOAuth2Error
 
-# Named in annotations only: importing this module (as the extension does, through the app
-# state) does not import the state cookie or the token stores.
+# Named in annotations only: importing this module (as the extension does) does not import the
+# state cookie, the token stores or the providers.
 if TYPE_CHECKING:
     from .tokens.store import TokenStore
+    from .web.provider import SocialProvider
     from .web.start_confirmation import StartConfirmation
     from .web.state_cookie import StateCookieStore
 
-#: The key of the extension's per-app state in ``app.extensions``.
+__all__ = ["EXTENSION_KEY", "Runtime", "current_runtime"]
+
+#: The key of the extension's record in ``app.extensions``.
 EXTENSION_KEY: Final = "social_oauth2"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Runtime:
-    """What the flow needs from the app it runs in. One per app, shared by all requests."""
+    """What the extension keeps for one app, shared by all its requests. Written in
+    ``init_app``; afterwards only by caches of app-wide values (:attr:`redirect_problems`) and
+    by :func:`flask_social_oauth2.testing.use_local_idp` (:attr:`providers`)."""
 
+    #: The :class:`~flask_social_oauth2.SocialOAuth2` object that set the app up (typed
+    #: loosely: this module sits below the extension and does not import it).
+    extension: object
+    #: The configured providers, by name.
+    providers: Mapping[str, SocialProvider]
+    #: The endpoint of the sign-in route (for ``url_for``).
+    endpoint: str
+    #: Where the default success handler keeps the profile (``SOCIAL_OAUTH2_SESSION_KEY``).
+    session_key: str
     #: The browser-bound store of started flows.
     state_cookies: StateCookieStore
-    #: Seconds for each request to a provider.
+    #: Seconds for each request to a provider (``SOCIAL_OAUTH2_TIMEOUT``).
     timeout: float
-    #: Largest provider answer read, in bytes.
+    #: Largest provider answer read, in bytes (``SOCIAL_OAUTH2_MAX_RESPONSE_BYTES``).
     max_response_bytes: int
     #: Seconds a failed discovery or key set fetch is remembered
     #: (``SOCIAL_OAUTH2_DISCOVERY_FAILURE_TTL``).
@@ -43,18 +61,20 @@ class Runtime:
     #: The confirmation of sign-in starts from other origins; ``None`` when they start at
     #: once (``SOCIAL_OAUTH2_CROSS_SITE_START = "allow"``).
     start_confirmation: StartConfirmation | None = None
+    #: The redirect URL rule's problems, found at the first request (``None`` until then).
+    redirect_problems: tuple[ConfigurationProblem, ...] | None = None
 
 
-def current_runtime() -> Runtime:
-    """The :class:`Runtime` of the current app, which the extension keeps as the ``runtime``
-    attribute of ``app.extensions["social_oauth2"]``.
+def current_runtime(app: Flask | None = None) -> Runtime:
+    """The :class:`Runtime` of ``app`` (default: the current app).
 
     :raises SocialOAuth2Error: when ``init_app`` was not called for the app.
     """
-    runtime = getattr(current_app.extensions.get(EXTENSION_KEY), "runtime", None)
+    app = app if app is not None else current_app._get_current_object()  # type: ignore[attr-defined]
+    runtime = app.extensions.get(EXTENSION_KEY)
     if not isinstance(runtime, Runtime):
         raise SocialOAuth2Error(
-            f"flask-social-oauth2 is not set up on app {current_app.name!r}: call"
+            f"flask-social-oauth2 is not set up on app {app.name!r}: call"
             " SocialOAuth2(app) or social.init_app(app) first"
         )
     return runtime

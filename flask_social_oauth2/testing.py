@@ -43,9 +43,9 @@ from flask import Flask
 from flask.testing import FlaskClient
 from werkzeug.test import TestResponse
 
-from .app_state import get_app_state
 from .errors import UnknownProviderError
 from .providers.oauth2 import OAuth2Provider
+from .runtime import current_runtime
 
 if TYPE_CHECKING:
     from .local_idp import LocalIdentityProvider, LocalUser, TokenFailure
@@ -181,7 +181,7 @@ def use_local_idp(
     :return: The new provider, now in the app's registry.
     :raises UnknownProviderError: when the app has no provider ``name``.
     """
-    state = get_app_state(app)
+    state = current_runtime(app)
     current = state.providers.get(name)
     if current is None:
         raise UnknownProviderError(name, list(state.providers))
@@ -283,7 +283,7 @@ def sign_in(
         user = module.LocalUser.from_name_email("Test User", "test.user@example.test")
     app = client.application
     path = app.url_map.bind("localhost").build(
-        get_app_state(app).endpoint, {"provider": provider, "next": next}
+        current_runtime(app).endpoint, {"provider": provider, "next": next}
     )
     started = client.get(path)
     location = started.headers.get("Location")

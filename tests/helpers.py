@@ -450,7 +450,7 @@ def example_yaml_value(variable: str, default: str) -> str:
 
 def state_cookie_name(app: Flask, *, secure: bool = False) -> str:
     """The app's state cookie name: scoped to the app, ``__Host-`` prefixed on https."""
-    name: str = app.extensions["social_oauth2"].runtime.state_cookies.cookie_name(secure)
+    name: str = app.extensions["social_oauth2"].state_cookies.cookie_name(secure)
     return name
 
 

@@ -182,7 +182,7 @@ def test_linking_needs_a_store_that_keeps_identities(
 ) -> None:
     app = make_app({"local": idp_block(idp)}, SOCIAL_OAUTH2_TOKEN_STORE=setting)
     social: SocialOAuth2 = app.extensions["social_oauth2"].extension
-    assert not isinstance(app.extensions["social_oauth2"].runtime.token_store, IdentityStore)
+    assert not isinstance(app.extensions["social_oauth2"].token_store, IdentityStore)
     with app.app_context():
         for call in (
             lambda: social.link("u", provider="local", key="k"),

@@ -81,7 +81,7 @@ def signed_in_sql_app(make_app: MakeApp, idp: LocalIdentityProvider, tmp_path: P
 
 
 def token_store(app: Flask) -> TokenStore:
-    store: TokenStore | None = app.extensions["social_oauth2"].runtime.token_store
+    store: TokenStore | None = app.extensions["social_oauth2"].token_store
     assert store is not None
     return store
 

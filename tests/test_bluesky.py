@@ -67,7 +67,7 @@ def bluesky_app(make_app: MakeApp, server: AtprotoServer, tmp_path: Path, **cust
 
 
 def kept_rows(app: Flask) -> list[Any]:
-    store = app.extensions["social_oauth2"].runtime.token_store
+    store = app.extensions["social_oauth2"].token_store
     with store.engine.connect() as connection:
         return list(connection.execute(store.table.select()).all())
 
@@ -162,7 +162,7 @@ def test_an_expired_token_is_refreshed_at_the_accounts_server(
     client = app.test_client()
     finished = sign_in_with_handle(client, "alice.test", alice.password, BASE_URL)
     assert finished.status_code == 302, finished.text
-    store = app.extensions["social_oauth2"].runtime.token_store
+    store = app.extensions["social_oauth2"].token_store
     with app.app_context():
         info = store.load("bluesky", alice.did)
         store.save("bluesky", alice.did, dataclasses.replace(info, expires_at=time.time() - 1))
@@ -186,7 +186,7 @@ def test_unlinking_revokes_the_tokens_at_the_accounts_server(
     client = app.test_client()
     finished = sign_in_with_handle(client, "alice.test", alice.password, BASE_URL)
     assert finished.status_code == 302, finished.text
-    store = app.extensions["social_oauth2"].runtime.token_store
+    store = app.extensions["social_oauth2"].token_store
     with app.app_context():
         info = store.load("bluesky", alice.did)
     assert info.params["revocation_endpoint"] == f"{atproto_server.pds_url}/oauth/revoke"

@@ -304,7 +304,7 @@ def test_a_published_clients_token_is_refreshed_with_a_fresh_assertion(
     alice = server.accounts["alice.test"]
     made = assertions(monkeypatch)
     app, _ = published_app(make_app, server, tmp_path)
-    store = app.extensions["social_oauth2"].runtime.token_store
+    store = app.extensions["social_oauth2"].token_store
     with live_server(app) as base_url:
         client = app.test_client()
         finished = sign_in_with_handle(client, "alice.test", alice.password, base_url)

@@ -338,7 +338,7 @@ def test_the_account_page_at_a_phones_and_a_desktops_width(page: Page) -> None:
         look_at(page, "account-1-two-sign-ins", rows=2)
 
         with example.app.app_context():  # both tokens' lifetimes are over
-            store = example.app.extensions["social_oauth2"].runtime.token_store
+            store = example.app.extensions["social_oauth2"].token_store
             keys = {}
             for found in example.app.extensions["social_oauth2"].extension.identities("1"):
                 token = store.load(found.provider, found.provider_key)

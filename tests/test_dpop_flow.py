@@ -160,7 +160,7 @@ def test_a_dpop_sign_in_with_par_private_key_jwt_and_server_nonces(
     assert me["status"] == 200, me
 
     with app.app_context():
-        store = app.extensions["social_oauth2"].runtime.token_store
+        store = app.extensions["social_oauth2"].token_store
         (row,) = store.engine.connect().execute(store.table.select()).all()
         info = store.load("op", row.provider_key)
     assert info is not None
@@ -193,7 +193,7 @@ def test_api_calls_follow_a_nonce_that_changes_and_refresh_with_dpop(
     userinfo = [entry["status"] for entry in server.log() if entry.get("route") == "userinfo"]
     assert userinfo in ([401, 200], [200])  # asked again at most once
     with app.app_context():
-        store = app.extensions["social_oauth2"].runtime.token_store
+        store = app.extensions["social_oauth2"].token_store
         (row,) = store.engine.connect().execute(store.table.select()).all()
         info = store.load("op", row.provider_key)
         assert info is not None

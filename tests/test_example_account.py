@@ -60,7 +60,7 @@ def test_what_the_page_says_of_a_token(
 def expire(app: Flask, provider: str, key: str, **changes: object) -> None:
     """Make the stored token of ``key`` at ``provider`` expired a second ago."""
     with app.app_context():
-        store = app.extensions["social_oauth2"].runtime.token_store
+        store = app.extensions["social_oauth2"].token_store
         token = store.load(provider, key)
         store.save(provider, key, dataclasses.replace(token, expires_at=time.time() - 1, **changes))
 

@@ -507,7 +507,7 @@ def test_link_call_across_a_refresh_unlink_and_sign_out(
     assert f'"sub": "{ADA.sub}"' in text
     assert "after refreshing" not in text
     with app.app_context():  # the minute is over
-        store = app.extensions["social_oauth2"].runtime.token_store
+        store = app.extensions["social_oauth2"].token_store
         token = store.load("local", ADA.sub)
         store.save("local", ADA.sub, dataclasses.replace(token, expires_at=time.time() - 1))
     answer = client.post(call, data=account_form(client, call))

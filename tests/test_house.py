@@ -117,7 +117,6 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     ("extension",),
     ("cli", "pytest_plugin"),
     ("testing", "checks", "api", "accounts", "options", "served_documents"),
-    ("app_state",),
     ("providers",),
     ("runtime",),
     ("web",),

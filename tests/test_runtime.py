@@ -21,7 +21,7 @@ def test_init_app_builds_the_runtime_from_the_config(make_app: MakeApp) -> None:
     with app.app_context():
         runtime = current_runtime()
     assert isinstance(runtime, Runtime)
-    assert runtime is app.extensions["social_oauth2"].runtime
+    assert runtime is app.extensions["social_oauth2"]
     assert (runtime.timeout, runtime.max_response_bytes) == (3.0, 4096)
     assert (runtime.state_cookies.ttl, runtime.state_cookies.path) == (120, "/authenticate")
 

@@ -217,7 +217,7 @@ def test_s08_the_server_rejects_a_swapped_verifier(
     client = idp_app.test_client()
     first = begin(client)
     begin(client)
-    serializer = idp_app.extensions["social_oauth2"].runtime.state_cookies.serializer(idp_app)
+    serializer = idp_app.extensions["social_oauth2"].state_cookies.serializer(idp_app)
     flows = state_cookie.decode(serializer, state_cookie_value(client), 600, state_cookie.now())
     one, two = flows
     swapped = [

@@ -196,14 +196,13 @@ def test_token_store_setting(make_app: MakeApp, tmp_path: Any) -> None:
         app = make_app(SOCIAL_OAUTH2_TOKEN_STORE=value)
         with app.app_context():
             assert isinstance(current_runtime().token_store, kind)
-    assert isinstance(make_app().extensions["social_oauth2"].runtime.token_store, SessionTokenStore)
+    assert isinstance(make_app().extensions["social_oauth2"].token_store, SessionTokenStore)
     assert (
-        make_app(SOCIAL_OAUTH2_TOKEN_STORE="none").extensions["social_oauth2"].runtime.token_store
-        is None
+        make_app(SOCIAL_OAUTH2_TOKEN_STORE="none").extensions["social_oauth2"].token_store is None
     )
     mine = SessionTokenStore(session_key="mine")
     app = make_app(SOCIAL_OAUTH2_TOKEN_STORE=mine)
-    assert app.extensions["social_oauth2"].runtime.token_store is mine
+    assert app.extensions["social_oauth2"].token_store is mine
     assert isinstance(mine, TokenStore)
     for wrong in ("redis", 42, object()):
         with pytest.raises(ConfigurationError, match="SOCIAL_OAUTH2_TOKEN_STORE"):

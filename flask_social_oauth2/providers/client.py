@@ -22,7 +22,7 @@ from ..oauth.dpop import DPoPKey
 from ..oauth.provider_response import ProviderResponse
 from ..oidc import discovery, id_token
 from ..runtime import current_runtime
-from .social import SocialProvider
+from ..web.provider import SocialProvider
 
 __all__ = ["ProviderClient", "TokenAuthMethod"]
 

@@ -27,11 +27,11 @@ from ..oauth.provider_response import ProviderResponse
 from ..oidc import id_token
 from ..runtime import current_runtime
 from ..web import form_post, sign_in
+from ..web.provider import SocialProvider
 from ..web.redirects import resolve_redirect_uri
 from ..web.start_confirmation import StartConfirmation
 from ..web.state_cookie import PendingFlow
 from .client import ProviderClient, TokenAuthMethod
-from .social import SocialProvider
 
 __all__ = ["OAuth2Provider", "SocialProvider", "TokenAuthMethod"]
 

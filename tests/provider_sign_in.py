@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Final
-from urllib.parse import parse_qsl, urlsplit
 
 from fault_server import Behaviour, FaultServer
 from flask import Flask
+from helpers import query_of, sign_in
 
 from flask_social_oauth2 import OAuth2Info, SocialOAuth2, SocialProfile
 from flask_social_oauth2.providers.oauth2 import OAuth2Provider, SocialProvider
@@ -177,7 +177,7 @@ def make_app(
     return app, SocialOAuth2(app, provider_classes=provider_classes)
 
 
-def sign_in(
+def route_sign_in(
     server: FaultServer,
     name: str,
     block: Mapping[str, Any],
@@ -203,18 +203,15 @@ def sign_in(
         seen["error"] = error
         return "failed", getattr(error, "status_code", 500)
 
-    client = app.test_client()
-    started = client.get(f"/authenticate/{name}")
-    assert started.status_code == 302, started.text
-    location = started.headers["Location"]
-    assert location.startswith(str(block["authorizationURL"]))
-    query = dict(parse_qsl(urlsplit(location).query))
-    if on_start is not None:
-        on_start(query)
-    answer = client.get(
-        f"/authenticate/{name}",
-        query_string={"code": CODE, "state": query["state"], **(callback or {})},
-    )
+    query: dict[str, str] = {}
+
+    def started(location: str) -> None:
+        assert location.startswith(str(block["authorizationURL"]))
+        query.update(query_of(location))
+        if on_start is not None:
+            on_start(query)
+
+    answer = sign_in(app.test_client(), name, code=CODE, callback=callback, on_start=started)
     return Outcome(
         status=answer.status_code,
         authorization_query=query,
@@ -244,4 +241,4 @@ def serve_and_sign_in(
     if case.api_path is not None:
         server.set(case.api_path.split("?")[0], Behaviour.json(profile))
     server.set("/token", Behaviour.json(token))
-    return sign_in(server, name, provider_block(server, name, case))
+    return route_sign_in(server, name, provider_block(server, name, case))

@@ -54,10 +54,10 @@ from provider_sign_in import (
     has_fixture,
     make_app,
     provider_block,
+    route_sign_in,
     serve_and_sign_in,
     trimmed,
 )
-from provider_sign_in import sign_in as route_sign_in
 from provider_sign_in import values_of as profile_values
 
 from flask_social_oauth2 import OAuth2Info, OAuth2Settings, SocialOAuth2, SocialProfile

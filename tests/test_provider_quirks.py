@@ -14,10 +14,10 @@ import json
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
-from urllib.parse import parse_qsl, urlsplit
 
 import pytest
 from fault_server import Behaviour, FaultServer
+from helpers import sign_in
 from provider_cases import CASES, adjusted_token, one_request
 from provider_sign_in import (
     ACCESS_TOKEN,
@@ -28,8 +28,8 @@ from provider_sign_in import (
     fixture,
     make_app,
     provider_block,
+    route_sign_in,
     serve_and_sign_in,
-    sign_in,
     trimmed,
 )
 
@@ -81,7 +81,7 @@ def test_foursquare_documented_error_answer_fails_the_sign_in(server: FaultServe
     case = CASES["foursquare"]
     server.set("/token", Behaviour.json({"access_token": ACCESS_TOKEN}))
     server.set("/v2/users/self", Behaviour.json(fixture("foursquare.error"), status=400))
-    outcome = sign_in(server, "foursquare", provider_block(server, "foursquare", case))
+    outcome = route_sign_in(server, "foursquare", provider_block(server, "foursquare", case))
     assert isinstance(outcome.error, ProfileRetrievalError)
     assert ACCESS_TOKEN not in str(outcome.error)
 
@@ -220,7 +220,7 @@ def test_hubspot_token_in_the_path_is_quoted(server: FaultServer) -> None:
     path = f"/oauth/v1/access-tokens/{quoted}"
     server.set(path, Behaviour.json(fixture("hubspot")))
     server.set("/token", Behaviour.json({"access_token": token, "token_type": "bearer"}))
-    outcome = sign_in(server, "hubspot", provider_block(server, "hubspot", CASES["hubspot"]))
+    outcome = route_sign_in(server, "hubspot", provider_block(server, "hubspot", CASES["hubspot"]))
     assert outcome.profile is not None, outcome.error
     assert server.count(path) == 1
     assert outcome.profile.raw["hub_id"] == 62515
@@ -258,7 +258,7 @@ def test_paypal_documented_error_answer_fails_the_sign_in(server: FaultServer) -
     case = CASES["paypal"]
     server.set("/token", Behaviour.json({"access_token": ACCESS_TOKEN}))
     server.set(case.api_path or "", Behaviour.json(fixture("paypal.error"), status=401))
-    outcome = sign_in(server, "paypal", provider_block(server, "paypal", case))
+    outcome = route_sign_in(server, "paypal", provider_block(server, "paypal", case))
     assert isinstance(outcome.error, ProfileRetrievalError)
 
 
@@ -321,7 +321,7 @@ def line_sign_in(server: FaultServer, make_token: Callable[[str], str]) -> Outco
 
     started: dict[str, str] = {}
     server.set("/token", Behaviour.dynamic(answer))
-    return sign_in(server, "line", block, on_start=started.update)
+    return route_sign_in(server, "line", block, on_start=started.update)
 
 
 def test_line_hs256_id_token_gives_the_email(server: FaultServer) -> None:
@@ -399,7 +399,7 @@ def test_atlassian_sends_the_audience_and_consent(server: FaultServer) -> None:
 def test_atlassian_block_may_override_the_prompt(server: FaultServer) -> None:
     block = provider_block(server, "atlassian", CASES["atlassian"])
     block["authorizationParams"] = {"prompt": "none"}
-    outcome = sign_in(server, "atlassian", block)
+    outcome = route_sign_in(server, "atlassian", block)
     assert outcome.authorization_query["prompt"] == "none"
     assert outcome.authorization_query["audience"] == "api.atlassian.com"
 
@@ -552,7 +552,7 @@ def test_zoho_callback_names_the_data_centre(server: FaultServer) -> None:
         eu.set("/oauth/v2/token", Behaviour.json(fixture("zoho.token")))
         eu.set("/oauth/user/info", Behaviour.json(fixture("zoho")))
         block = zoho_block(server, customProperties={"accountsServers": eu.url})
-        outcome = sign_in(server, "zoho", block, callback={"accounts-server": eu.url})
+        outcome = route_sign_in(server, "zoho", block, callback={"accounts-server": eu.url})
         assert outcome.profile is not None, outcome.error
         assert outcome.profile.provider_key == "123446"
         assert server.count() == 0  # nothing went to the configured server
@@ -569,7 +569,7 @@ def test_zoho_callback_names_the_data_centre(server: FaultServer) -> None:
     "named", ["https://accounts.zoho.evil.example", "http://127.0.0.2:1", "javascript:alert(1)"]
 )
 def test_zoho_refuses_a_server_not_allowed(server: FaultServer, named: str) -> None:
-    outcome = sign_in(server, "zoho", zoho_block(server), callback={"accounts-server": named})
+    outcome = route_sign_in(server, "zoho", zoho_block(server), callback={"accounts-server": named})
     assert outcome.status == 400
     assert isinstance(outcome.error, InvalidCallbackError)
     assert server.count() == 0  # neither the code nor the secret was sent anywhere
@@ -606,11 +606,7 @@ def test_orcid_documented_callback_error_fails_the_sign_in(server: FaultServer, 
 def sign_in_with_error(server: FaultServer, name: str, block: dict[str, Any], error: str) -> int:
     """Start a sign-in and come back with ``error`` as the provider would: the status."""
     app, _ = make_app({name: block})
-    client = app.test_client()
-    started = client.get(f"/authenticate/{name}")
-    state = dict(parse_qsl(urlsplit(started.headers["Location"]).query))["state"]
-    answer = client.get(f"/authenticate/{name}", query_string={"error": error, "state": state})
-    return answer.status_code
+    return int(sign_in(app.test_client(), name, callback={"error": error}).status_code)
 
 
 def test_zoho_refresh_goes_to_the_data_centre_of_the_sign_in(server: FaultServer) -> None:
@@ -618,7 +614,7 @@ def test_zoho_refresh_goes_to_the_data_centre_of_the_sign_in(server: FaultServer
         eu.set("/oauth/v2/token", Behaviour.json(fixture("zoho.token")))
         eu.set("/oauth/user/info", Behaviour.json(fixture("zoho")))
         block = zoho_block(server, customProperties={"accountsServers": eu.url})
-        outcome = sign_in(server, "zoho", block, callback={"accounts-server": eu.url})
+        outcome = route_sign_in(server, "zoho", block, callback={"accounts-server": eu.url})
         assert outcome.info is not None
         renewed_answer = {"access_token": "1000.renewed", "token_type": "Bearer"}
         eu.set("/oauth/v2/token", Behaviour.json(renewed_answer))

@@ -29,7 +29,6 @@ from helpers import (
     MakeApp,
     browser_code,
     callback_path,
-    code_callback,
     fault_app,
     follow_to_provider,
     idp_block,
@@ -622,7 +621,7 @@ def test_s22_a_profile_without_an_id_is_refused_never_keyed_by_email(
     fault_server.set("/userinfo", Behaviour.json({"email": "a@example.test", "name": "A"}))
     app = fault_app(make_app, fault_server)
     client = app.test_client()
-    response = code_callback(client, "faulty")
+    response = sign_in(client, "faulty", code="c")
     assert response.status_code == 502
 
 

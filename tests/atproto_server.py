@@ -42,7 +42,7 @@ from typing import IO, Any
 from urllib.parse import urlsplit
 
 import requests
-from helpers import callback_path, parse_form, stop_process
+from helpers import parse_form, sign_in, stop_process
 from node_install import NpmError, cache_root, node_tools, once_per_session, run_npm
 
 API_PREFIX = "/@atproto/oauth-provider/~api"
@@ -469,16 +469,25 @@ def _consented(
     return page.follow(consented)
 
 
-def sign_in_with_handle(client: Any, handle: str, password: str, base_url: str) -> Any:
-    """A whole Bluesky sign-in of the browser ``client`` (a Flask test client): the app's start
-    for ``handle`` (a redirect, asserted), :func:`sign_in_and_consent` on the PDS, then the
-    app's callback; returns the app's answer to the callback."""
-    started = client.get(
-        "/authenticate/bluesky", query_string={"handle": handle}, base_url=base_url
+def sign_in_with_handle(
+    client: Any,
+    handle: str,
+    password: str,
+    base_url: str | None = None,
+    *,
+    next: str | None = None,
+) -> Any:
+    """A whole Bluesky sign-in of the browser ``client`` (a Flask test client, the app at
+    ``base_url``): the app's start for ``handle`` (and ``next``), :func:`sign_in_and_consent`
+    on the PDS, then the app's callback; returns the app's answer to the callback."""
+    return sign_in(
+        client,
+        "bluesky",
+        authorize=lambda url: sign_in_and_consent(url, handle, password),
+        base_url=base_url,
+        handle=handle,
+        next=next,
     )
-    assert started.status_code == 302, started.text
-    callback = sign_in_and_consent(started.headers["Location"], handle, password)
-    return client.get(callback_path(callback), base_url=base_url)
 
 
 def reject_authorization(authorize_url: str, *, timeout: float = 10.0) -> str:

@@ -1,4 +1,4 @@
-"""Coverage-guided fuzz targets (atheris / libFuzzer), run by tests/test_fuzz.py.
+"""Coverage-guided fuzz targets (atheris / libFuzzer), run by tests/test_fuzz_targets.py.
 
 Usage::
 

@@ -13,11 +13,12 @@ import json
 import logging
 import secrets
 import signal
+import socket
 import subprocess
 import threading
 import time
 import warnings
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
@@ -81,15 +82,6 @@ def start_flow(client: Any, provider: str, **query: str) -> dict[str, str]:
     return query_of(response.headers["Location"])
 
 
-def code_callback(client: Any, provider: str, code: str = "c") -> Any:
-    """Start a sign-in with the test client and come back with ``code`` and the flow's state, as
-    the provider would: the app's answer to the callback."""
-    query = start_flow(client, provider)
-    return client.get(
-        f"/authenticate/{provider}", query_string={"code": code, "state": query["state"]}
-    )
-
-
 def fault_app(make_app: MakeApp, server: FaultServer, **config: Any) -> Flask:
     """An app whose provider ``faulty`` has its token and profile addresses on ``server``."""
     block = valid_block(
@@ -143,13 +135,48 @@ def callback_path(callback: str) -> str:
     return f"{parts.path}?{parts.query}"
 
 
-def sign_in(client: Any, provider: str = "local", **query: str) -> Any:
-    """Run a whole sign-in with the app's test client against the auto-approving provider of
-    the ``idp`` fixture (for apps under test with a chosen user, use
-    :func:`flask_social_oauth2.testing.sign_in`)."""
-    started = client.get(f"/authenticate/{provider}", query_string=query)
+def sign_in(
+    client: Any,
+    provider: str = "local",
+    *,
+    code: str | None = None,
+    callback: Mapping[str, str] | None = None,
+    authorize: Callable[[str], str] = follow_to_provider,
+    on_start: Callable[[str], None] | None = None,
+    base_url: str | None = None,
+    **query: str | None,
+) -> Any:
+    """A whole sign-in with the app's test client: the start at the app's route (a redirect,
+    asserted), the provider's answer to the authorization request, then the callback with the
+    client's cookies; the app's answer to the callback.
+
+    The provider is by default the auto-approving one of the ``idp`` fixture, followed over
+    HTTP. Every sign-in helper of the tests is this one.
+
+    :param provider: The provider's name (its route ``/authenticate/<provider>``).
+    :param code: Play the provider instead (its token and profile addresses are the test's own
+        server): come back with this code and the flow's state.
+    :param callback: Play the provider with these callback parameters (beside the state and
+        ``code``), e.g. ``{"error": "access_denied"}``.
+    :param authorize: Another provider that answers over HTTP: called with the authorization
+        URL, it gives the callback URL.
+    :param on_start: Called with the authorization URL before the provider answers.
+    :param base_url: The address the app is reached at (default ``http://localhost/``).
+    :param query: The start's query (``next``, ``handle``, ...; ``None`` leaves one out).
+    """
+    where = {} if base_url is None else {"base_url": base_url}
+    start = {name: value for name, value in query.items() if value is not None}
+    started = client.get(f"/authenticate/{provider}", query_string=start, **where)
     assert started.status_code == 302, started.text
-    return client.get(callback_path(follow_to_provider(started.headers["Location"])))
+    location: str = started.headers["Location"]
+    if on_start is not None:
+        on_start(location)
+    if code is None and callback is None:
+        return client.get(callback_path(authorize(location)), **where)
+    answer = {} if code is None else {"code": code}
+    answer["state"] = query_of(location)["state"]
+    answer.update(callback or {})
+    return client.get(f"/authenticate/{provider}", query_string=answer, **where)
 
 
 # -- OpenID Connect -----------------------------------------------------------------------------
@@ -413,6 +440,47 @@ def child_process(
             yield process
         finally:
             stop_process(process, grace)
+
+
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def wait_for_port(
+    port: int,
+    *,
+    listening: bool = True,
+    timeout: float = 30,
+    process: subprocess.Popen[Any] | None = None,
+    details: Callable[[], str] = str,
+) -> None:
+    """Wait until something listens on 127.0.0.1:``port`` (or, with ``listening=False``, until
+    nothing does any more: a connection is refused), else raise :class:`RuntimeError` after
+    ``timeout`` seconds, or at once when ``process`` (the one that should listen) has exited.
+
+    :param details: What to add to the error (e.g. the tail of the process's log).
+    """
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process is not None and listening and process.poll() is not None:
+            raise RuntimeError(f"process exited with {process.returncode}:\n{details()}")
+        try:
+            socket.create_connection(("127.0.0.1", port), 0.2).close()
+        except ConnectionRefusedError:
+            if not listening:
+                return
+        except OSError:
+            pass
+        else:
+            if listening:
+                return
+        time.sleep(0.02)
+    state = "nothing listens on" if listening else "something still listens on"
+    raise RuntimeError(f"{state} port {port} after {timeout:g} s:\n{details()}")
 
 
 @functools.cache

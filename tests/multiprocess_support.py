@@ -13,7 +13,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -26,6 +25,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 import pytest
 import requests
+from helpers import free_port, wait_for_port
 
 TESTS_DIR: Final = Path(__file__).resolve().parent
 REPO_ROOT: Final = TESTS_DIR.parent
@@ -54,25 +54,6 @@ def require_gunicorn() -> None:
             " (tox -e multiprocess installs it)",
             pytrace=False,
         )
-
-
-def free_port() -> int:
-    """A port free on 127.0.0.1 right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
-
-
-def _wait_until_listening(port: int, process: subprocess.Popen[bytes], log: Path) -> None:
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"process exited with {process.returncode}:\n{_tail(log)}")
-        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.2):
-            return
-        time.sleep(0.05)
-    raise RuntimeError(f"nothing listens on port {port} after 30 s:\n{_tail(log)}")
 
 
 def _tail(path: Path, lines: int = 40) -> str:
@@ -153,7 +134,7 @@ class Gunicorn:
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
             )
-        _wait_until_listening(self.port, self.process, self.log)
+        wait_for_port(self.port, process=self.process, details=lambda: _tail(self.log))
         return self
 
     def worker_pids(self) -> list[int]:
@@ -184,16 +165,7 @@ class Gunicorn:
         self.process.wait(timeout=10)
         # The workers die a moment after the master; until the last one has, the kernel still
         # completes connections to the port (and then resets them).
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            try:
-                socket.create_connection(("127.0.0.1", self.port), 0.2).close()
-            except ConnectionRefusedError:
-                return
-            except OSError:
-                pass
-            time.sleep(0.01)
-        raise RuntimeError(f"gunicorn {self.name}: port {self.port} still open after SIGKILL")
+        wait_for_port(self.port, listening=False, timeout=10, details=lambda: _tail(self.log))
 
     def stop(self) -> None:
         """Stop gracefully, then by force; harmless when already stopped."""
@@ -310,7 +282,7 @@ class Nginx:
             self.process = subprocess.Popen(
                 command, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
             )
-        _wait_until_listening(self.port, self.process, stderr)
+        wait_for_port(self.port, process=self.process, details=lambda: _tail(stderr))
         return self
 
     def stop(self) -> None:

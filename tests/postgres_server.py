@@ -10,11 +10,12 @@ import glob
 import os
 import pwd
 import shutil
-import socket
 import subprocess
 import tempfile
 from pathlib import Path
 from types import TracebackType
+
+from helpers import free_port
 
 
 class PostgresServer:
@@ -30,7 +31,7 @@ class PostgresServer:
         self.bin = Path(binaries[-1]).parent
         self.root = Path(tempfile.mkdtemp(prefix="social-oauth2-pg-"))
         self.data = self.root / "data"
-        self.port = _free_port()
+        self.port = free_port()
         self.url = f"postgresql+psycopg://postgres@127.0.0.1:{self.port}/postgres"
         self._as_user: list[str] = []
         if os.geteuid() == 0:
@@ -89,10 +90,3 @@ class PostgresServer:
 
     def _remove(self) -> None:
         shutil.rmtree(self.root, ignore_errors=True)
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port

@@ -14,13 +14,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Final
-from urllib.parse import parse_qsl, urlsplit
 
 from fault_server import Behaviour, FaultServer
 from flask import Flask
+from helpers import query_of, sign_in
 
 from flask_social_oauth2 import OAuth2Info, SocialOAuth2, SocialProfile
-from flask_social_oauth2.providers.oauth2 import SocialProvider
+from flask_social_oauth2.providers.oauth2 import OAuth2Provider, SocialProvider
 
 FIXTURES: Final = Path(__file__).parent / "fixtures" / "providers"
 CLIENT_ID: Final = "provider-test-client"
@@ -86,8 +86,8 @@ def values_of(profile: SocialProfile) -> dict[str, str | bool | None]:
 
 
 @dataclass(frozen=True)
-class SignInCase:
-    """One provider: where its answers are served and what the sign-in must give.
+class ProviderCase:
+    """One built-in provider: where its answers are served and what the sign-in must give.
 
     :param api_path: Where the profile is served (``None``: no profile request is made).
     :param profile: The fixture of the profile answer (default: the provider's name).
@@ -95,10 +95,13 @@ class SignInCase:
     :param block: Changes to the provider block (``apiURL: None`` leaves it out).
     :param trim: Paths removed from the profile for the "missing fields" run.
     :param token_trim: Paths removed from the token answer for that run.
+    :param extra: Further answers (path -> fixture name) the provider asks for.
     :param scheme: The ``Authorization`` scheme of the profile request (``None``: no header).
     :param token_in_url: Whether the provider's API takes the token in the address.
     :param api_url_path: The block's ``apiURL`` path when it is not ``api_path`` (HubSpot
         adds the token to it).
+    :param read_alone: Whether the provider's answers are also read outside a sign-in, through
+        ``exchange_code`` and ``retrieve_profile`` (test_builtin_providers.py).
     """
 
     api_path: str | None
@@ -108,9 +111,17 @@ class SignInCase:
     block: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
     trim: tuple[str, ...] = ()
     token_trim: tuple[str, ...] = ()
+    extra: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     scheme: str | None = "Bearer"
     token_in_url: bool = False
     api_url_path: str | None = None
+    read_alone: bool = False
+
+    @property
+    def profile_path(self) -> str:
+        """``api_path`` of a provider that has a profile request."""
+        assert self.api_path is not None
+        return self.api_path
 
 
 @dataclass
@@ -124,7 +135,11 @@ class Outcome:
     error: Exception | None = None
 
 
-def provider_block(server: FaultServer, name: str, case: SignInCase) -> dict[str, Any]:
+def block_for(
+    server: FaultServer, name: str, api_path: str | None, **changes: Any
+) -> dict[str, Any]:
+    """A provider block whose endpoints are on the loopback server (a ``None`` change leaves
+    the key out)."""
     block: dict[str, Any] = {
         "authorizationURL": f"{server.url}/authorize",
         "accessTokenURL": f"{server.url}/token",
@@ -132,13 +147,24 @@ def provider_block(server: FaultServer, name: str, case: SignInCase) -> dict[str
         "clientID": CLIENT_ID,
         "clientSecret": CLIENT_SECRET,
     }
-    if case.api_path is not None:
-        block["apiURL"] = f"{server.url}{case.api_url_path or case.api_path}"
-    block.update(case.block)
+    if api_path is not None:
+        block["apiURL"] = f"{server.url}{api_path}"
+    block.update(changes)
     return {key: value for key, value in block.items() if value is not None}
 
 
-def make_app(providers: Mapping[str, Mapping[str, Any]]) -> tuple[Flask, SocialOAuth2]:
+def provider_block(server: FaultServer, name: str, case: ProviderCase) -> dict[str, Any]:
+    """The block of ``case``: its profile address and block changes on the loopback server."""
+    return block_for(server, name, case.api_url_path or case.api_path, **case.block)
+
+
+def make_app(
+    providers: Mapping[str, Mapping[str, Any]],
+    *,
+    provider_classes: Mapping[str, type[OAuth2Provider]] | None = None,
+    **config: Any,
+) -> tuple[Flask, SocialOAuth2]:
+    """An app with the extension set up for ``providers``."""
     app = Flask(__name__)
     app.config.update(
         SECRET_KEY="test-providers-secret-key",
@@ -147,10 +173,11 @@ def make_app(providers: Mapping[str, Mapping[str, Any]]) -> tuple[Flask, SocialO
         SOCIAL_OAUTH2_PROVIDERS={name: dict(block) for name, block in providers.items()},
         SOCIAL_OAUTH2_TIMEOUT=5,
     )
-    return app, SocialOAuth2(app)
+    app.config.update(config)
+    return app, SocialOAuth2(app, provider_classes=provider_classes)
 
 
-def sign_in(
+def route_sign_in(
     server: FaultServer,
     name: str,
     block: Mapping[str, Any],
@@ -176,18 +203,15 @@ def sign_in(
         seen["error"] = error
         return "failed", getattr(error, "status_code", 500)
 
-    client = app.test_client()
-    started = client.get(f"/authenticate/{name}")
-    assert started.status_code == 302, started.text
-    location = started.headers["Location"]
-    assert location.startswith(str(block["authorizationURL"]))
-    query = dict(parse_qsl(urlsplit(location).query))
-    if on_start is not None:
-        on_start(query)
-    answer = client.get(
-        f"/authenticate/{name}",
-        query_string={"code": CODE, "state": query["state"], **(callback or {})},
-    )
+    query: dict[str, str] = {}
+
+    def started(location: str) -> None:
+        assert location.startswith(str(block["authorizationURL"]))
+        query.update(query_of(location))
+        if on_start is not None:
+            on_start(query)
+
+    answer = sign_in(app.test_client(), name, code=CODE, callback=callback, on_start=started)
     return Outcome(
         status=answer.status_code,
         authorization_query=query,
@@ -200,7 +224,7 @@ def sign_in(
 def serve_and_sign_in(
     server: FaultServer,
     name: str,
-    case: SignInCase,
+    case: ProviderCase,
     *,
     profile: Any = None,
     token: Any = None,
@@ -217,4 +241,4 @@ def serve_and_sign_in(
     if case.api_path is not None:
         server.set(case.api_path.split("?")[0], Behaviour.json(profile))
     server.set("/token", Behaviour.json(token))
-    return sign_in(server, name, provider_block(server, name, case))
+    return route_sign_in(server, name, provider_block(server, name, case))

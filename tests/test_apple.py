@@ -69,7 +69,7 @@ def hop(client: Any, fields: dict[str, str], **headers: str) -> PageForm:
     return parse_form(answer.text)
 
 
-def sign_in(client: Any) -> Any:
+def apple_sign_in(client: Any) -> Any:
     """A whole sign-in: start, the provider's form post, the hop; the final answer."""
     hopped = hop(client, provider_form(client))
     return client.post("/authenticate/apple", data=hopped.fields)
@@ -80,8 +80,8 @@ def test_sign_in_carries_the_name_the_first_time_only(
 ) -> None:
     outcome = watch(apple_app)
     with apple_app.test_client() as client:
-        first = sign_in(client)
-        second = sign_in(client)
+        first = apple_sign_in(client)
+        second = apple_sign_in(client)
     assert first.status_code == second.status_code == 302
     assert "user" in apple.posted_forms[0]
     assert "user" not in apple.posted_forms[1]
@@ -128,7 +128,7 @@ def test_client_secret_is_an_es256_jwt_for_apple(
     apple_app: Flask, apple: LocalAppleProvider
 ) -> None:
     with apple_app.test_client() as client:
-        assert sign_in(client).status_code == 302
+        assert apple_sign_in(client).status_code == 302
     (checked,) = apple.checked_secrets
     assert checked.problem is None
     assert checked.header["alg"] == "ES256"
@@ -145,8 +145,8 @@ def test_client_secret_is_kept_until_near_expiry(
     apple_app: Flask, apple: LocalAppleProvider
 ) -> None:
     with apple_app.test_client() as client:
-        sign_in(client)
-        sign_in(client)
+        apple_sign_in(client)
+        apple_sign_in(client)
     first, second = apple.checked_secrets
     assert first.secret == second.secret
 
@@ -174,7 +174,7 @@ def test_a_wrong_client_secret_is_refused_by_the_server(
     app = make_app({"apple": block})
     outcome = watch(app)
     with app.test_client() as client:
-        answer = sign_in(client)
+        answer = apple_sign_in(client)
     assert answer.status_code == 502
     assert apple.checked_secrets[0].problem == "iss is not the team id"
     assert "invalid_client" in str(outcome.error)
@@ -193,7 +193,7 @@ def test_flags_as_strings_or_booleans(
     app = make_app({"apple": apple.settings_block(SERVICES_ID, "/authenticate/apple")})
     outcome = watch(app)
     with app.test_client() as client:
-        sign_in(client)
+        apple_sign_in(client)
     (profile,) = outcome.profiles
     assert (profile.email_verified, profile.raw["is_private_email"]) == expected
 
@@ -215,7 +215,7 @@ def test_a_wrong_id_token_is_refused(
     apple.keys.tamper = tamper
     outcome = watch(apple_app)
     with apple_app.test_client() as client:
-        answer = sign_in(client)
+        answer = apple_sign_in(client)
     assert answer.status_code == 502
     assert isinstance(outcome.error, IdTokenError)
     assert check in str(outcome.error)
@@ -387,7 +387,7 @@ def test_the_token_request_sends_the_jwt_never_the_key(
     apple_app: Flask, apple: LocalAppleProvider, captured_logs: list[Any]
 ) -> None:
     with apple_app.test_client() as client:
-        sign_in(client)
+        apple_sign_in(client)
     secret = apple.checked_secrets[0].secret
     key_body = apple.private_key_pem.splitlines()[1]
     for record in captured_logs:
@@ -443,7 +443,7 @@ def test_refresh_sends_the_client_secret_jwt_and_keeps_the_claims(
 ) -> None:
     outcome = watch(apple_app)
     with apple_app.test_client() as client:
-        sign_in(client)
+        apple_sign_in(client)
     (info,) = outcome.infos
     assert info.refresh_token
     with apple_app.app_context():
@@ -502,7 +502,7 @@ def test_revoke_sends_the_client_secret_jwt_to_the_issuers_endpoint(
 ) -> None:
     outcome = watch(apple_app)
     with apple_app.test_client() as client:
-        sign_in(client)
+        apple_sign_in(client)
     (info,) = outcome.infos
     provider = apple_app.extensions["social_oauth2"].providers["apple"]
     with apple_app.app_context():
@@ -549,7 +549,7 @@ def test_a_token_answer_without_an_id_token_is_refused(
     app = make_app({"apple": block})
     outcome = watch(app)
     with app.test_client() as client:
-        answer = sign_in(client)
+        answer = apple_sign_in(client)
     assert answer.status_code == 502
     assert isinstance(outcome.error, IdTokenError)
     assert "no id_token" in str(outcome.error)

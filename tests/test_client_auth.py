@@ -12,7 +12,7 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from flask import Flask
-from helpers import MakeApp, assert_not_logged, callback_path
+from helpers import MakeApp, assert_not_logged, sign_in
 from joserfc import jwt
 from joserfc.jwk import ECKey, OctKey, RSAKey
 from oidc_provider_server import OidcProviderServer
@@ -170,11 +170,8 @@ def op_block(server: OidcProviderServer, method: str, secret: str, **custom: str
 
 
 def sign_in_at(app: Flask, server: OidcProviderServer) -> Any:
-    client = app.test_client()
-    started = client.get("/authenticate/op")
-    assert started.status_code == 302, started.text
-    callback = server.authorize(started.headers["Location"], REDIRECT)
-    return client.get(callback_path(callback))
+    """A whole sign-in with the app's provider ``op`` at ``server``."""
+    return sign_in(app.test_client(), "op", authorize=lambda url: server.authorize(url, REDIRECT))
 
 
 @pytest.mark.parametrize("key_pem", [EC_PEM, RSA_PEM], ids=["ES256", "RS256"])

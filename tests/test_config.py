@@ -2,18 +2,24 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import pytest
 import yaml
 from flask import Flask
-from helpers import valid_block
+from helpers import MakeApp, valid_block
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from flask_social_oauth2 import SocialOAuth2
+from flask_social_oauth2 import OAuth2Settings, SocialOAuth2
 from flask_social_oauth2.config.blocks import load_settings, load_yaml_blocks, providers_file
+from flask_social_oauth2.config.settings import CONFIG_KEYS
 from flask_social_oauth2.config.yaml_file import _yaml_problem
 from flask_social_oauth2.errors import ConfigurationError
 
@@ -441,3 +447,167 @@ def test_a_providers_file_that_is_not_a_path_is_a_configuration_error(value: Any
     with pytest.raises(ConfigurationError) as error:
         load_settings({"SOCIAL_OAUTH2_PROVIDERS_FILE": value}, {})
     assert str(error.value).startswith("key 'SOCIAL_OAUTH2_PROVIDERS_FILE': must be a path")
+
+
+# -- any configuration, property-based: settings or a ConfigurationError -----------------------
+
+FAST: Final = settings(
+    max_examples=250,
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+
+
+JSON_VALUES: Final = st.recursive(
+    st.one_of(
+        st.none(),
+        st.booleans(),
+        st.integers(),
+        st.floats(),
+        st.text(max_size=40),
+        st.sampled_from(
+            [
+                "https://provider.example/token",
+                "http://localhost/token",
+                "http://localhost:80@attacker.test/",
+                "http://provider.example/token",
+                "ftp://provider.example/",
+                "/authenticate/example",
+                "${HOME}",
+                "${NOT_SET_ANYWHERE}",
+                "${not a name}",
+                "${",
+                "openid profile",
+            ]
+        ),
+    ),
+    lambda children: st.one_of(
+        st.lists(children, max_size=3),
+        st.dictionaries(st.text(max_size=12), children, max_size=3),
+    ),
+    max_leaves=8,
+)
+CONFIG_KEY_NAMES: Final = st.one_of(st.sampled_from(sorted(CONFIG_KEYS)), st.text(max_size=16))
+
+
+@st.composite
+def blocks(draw: Callable[..., Any]) -> Any:
+    """A provider block: a valid one with some keys changed, dropped or added, or any value."""
+    if draw(st.integers(0, 9)) == 0:
+        return draw(JSON_VALUES)
+    block: dict[Any, Any] = valid_block()
+    for key in draw(st.lists(st.sampled_from(sorted(CONFIG_KEYS)), max_size=3)):
+        block.pop(key, None)
+    changes = draw(st.dictionaries(CONFIG_KEY_NAMES, JSON_VALUES, max_size=4))
+    block.update(changes)
+    return block
+
+
+def only_configuration_errors(call: Callable[[], Any]) -> None:
+    """``call()`` succeeds or raises a ConfigurationError (any other exception propagates and
+    fails the test) that lists its problems and shows no secret."""
+    problems: tuple[Any, ...] = ()
+    message = ""
+    try:
+        call()
+    except ConfigurationError as error:
+        problems, message = error.problems, str(error)
+        if not problems:
+            raise AssertionError("a ConfigurationError without problems") from error
+    assert "s3cr3t-client-secret-value" not in message
+
+
+def test_any_block_is_settings_or_a_configuration_error() -> None:
+    @FAST
+    @given(block=blocks())
+    def check(block: Any) -> None:
+        only_configuration_errors(lambda: OAuth2Settings.from_config(block, provider="p"))
+
+    check()
+
+
+def test_any_providers_mapping_is_settings_or_a_configuration_error() -> None:
+    providers = st.one_of(
+        st.dictionaries(
+            st.one_of(st.sampled_from(["github", "local", "a.b-c_d"]), st.text(max_size=70)),
+            blocks(),
+            max_size=3,
+        ),
+        JSON_VALUES,
+    )
+
+    @FAST
+    @given(providers=providers)
+    def check(providers: Any) -> None:
+        environ = {"HOME": "/home/test"}
+        config = {"SOCIAL_OAUTH2_PROVIDERS": providers}
+        only_configuration_errors(lambda: load_settings(config, environ))
+
+    check()
+
+
+def test_any_yaml_file_is_settings_or_a_configuration_error() -> None:
+    documents = st.one_of(
+        # Structured: what a YAML file of blocks can hold.
+        st.dictionaries(st.text(max_size=20), blocks(), max_size=3).map(
+            lambda data: yaml.safe_dump(data, allow_unicode=True).encode("utf-8")
+        ),
+        # Any text, YAML's own constructs among it (tags, anchors, aliases, complex keys).
+        st.one_of(
+            st.text(max_size=200),
+            st.sampled_from(
+                [
+                    "github: !!python/object/apply:os.system ['true']",
+                    "a: &x [1]\nb: *x\n",
+                    "? [a, b]\n: c\n",
+                    "github:\n  clientID: 0123\n  scope: on\n",
+                    "- a\n- b\n",
+                    "github: [",
+                    "\ufeffgithub: {}",
+                ]
+            ),
+        ).map(lambda text: text.encode("utf-8", "surrogatepass")),
+        # Bytes that are not UTF-8.
+        st.binary(max_size=100),
+    )
+
+    @FAST
+    @given(document=documents)
+    def check(document: bytes) -> None:
+        handle, path = tempfile.mkstemp(suffix=".yaml")
+        try:
+            with os.fdopen(handle, "wb") as file:
+                file.write(document)
+            config = {"SOCIAL_OAUTH2_PROVIDERS_FILE": path}
+            only_configuration_errors(lambda: load_settings(config, {"HOME": "/home/test"}))
+        finally:
+            os.unlink(path)
+
+    check()
+
+
+def test_any_extension_option_is_accepted_or_a_configuration_error(make_app: MakeApp) -> None:
+    options = st.dictionaries(
+        st.sampled_from(
+            [
+                "SOCIAL_OAUTH2_TIMEOUT",
+                "SOCIAL_OAUTH2_STATE_TTL",
+                "SOCIAL_OAUTH2_MAX_RESPONSE_BYTES",
+                "SOCIAL_OAUTH2_URL_RULE",
+                "SOCIAL_OAUTH2_STATE_COOKIE",
+                "SOCIAL_OAUTH2_STATE_COOKIE_PATH",
+                "SOCIAL_OAUTH2_SESSION_KEY",
+                "SOCIAL_OAUTH2_PROVIDER_CLASSES",
+            ]
+        ),
+        JSON_VALUES,
+        max_size=4,
+    )
+
+    @FAST
+    @given(options=options, block=blocks())
+    def check(options: dict[str, Any], block: Any) -> None:
+        only_configuration_errors(lambda: make_app({"example": block}, **options))
+
+    check()

@@ -24,6 +24,7 @@ from helpers import (
     callback_path,
     faulty_block,
     plain_block,
+    sign_in,
     state_cookie_name,
 )
 from oidc_provider_server import OidcProviderServer
@@ -114,16 +115,21 @@ def op_app(make_app: MakeApp, server: OidcProviderServer, tmp_path: Path, **cust
 
 
 def signed_in_client(app: Flask, server: OidcProviderServer) -> tuple[Any, str]:
+    """A client signed in with the provider ``op`` at ``server``, and the state cookie its
+    sign-in carried."""
     client = app.test_client()
-    started = client.get("/authenticate/op")
-    assert started.status_code == 302, started.text
-    location = started.headers["Location"]
-    cookie = client.get_cookie(state_cookie_name(app))
-    assert cookie is not None
-    callback = server.authorize(location, REDIRECT)
-    finished = client.get(callback_path(callback))
+    cookies: list[str] = []
+
+    def started(location: str) -> None:
+        cookie = client.get_cookie(state_cookie_name(app))
+        assert cookie is not None
+        cookies.append(cookie.value)
+
+    finished = sign_in(
+        client, "op", authorize=lambda url: server.authorize(url, REDIRECT), on_start=started
+    )
     assert finished.status_code == 302, finished.text
-    return client, cookie.value
+    return client, cookies[0]
 
 
 def cookie_payload(value: str) -> str:

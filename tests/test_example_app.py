@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 import requests
-from atproto_server import AtprotoServer, sign_in_and_consent
+from atproto_server import AtprotoServer, sign_in_with_handle
 from flask import Flask
 from flask.testing import FlaskClient
 from helpers import callback_path, child_process, follow_to_provider, query_of, stop_process
@@ -659,14 +659,7 @@ def test_a_local_user_links_bluesky_from_the_account_page_and_calls_its_pds(
         assert 'id="bluesky-form"' in page
 
         def sign_in_with_bluesky(browser: FlaskClient) -> str:
-            started = browser.get(
-                "/authenticate/bluesky", query_string={"handle": "alice.test", "next": "/profile"}
-            )
-            assert started.status_code == 302, started.text
-            callback = sign_in_and_consent(
-                started.headers["Location"], "alice.test", alice.password
-            )
-            finished = browser.get(callback_path(callback))
+            finished = sign_in_with_handle(browser, "alice.test", alice.password, next="/profile")
             assert finished.headers["Location"] == "/profile", finished.text
             return browser.get("/profile").get_data(as_text=True)
 

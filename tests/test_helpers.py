@@ -25,7 +25,7 @@ SUPPORT_MODULES: Final = {
     "multiprocess_app": "the app those gunicorn processes serve",
     "token_refresh_child": "one process of the two-process refresh test",
     "provider_sign_in": "the recorded-answer sign-in harness of the built-in providers",
-    "provider_cases": "the recorded-answer cases that harness runs",
+    "provider_cases": "the one table of built-in provider cases that harness runs",
     "fuzz_targets": "the atheris fuzz targets",
     "node_install": "Node.js 22 and npm for those two: cache, npm's environment, failed installs",
     "oidc_provider_server": "panva's oidc-provider on loopback (PAR, DPoP, JWT client auth)",

@@ -185,3 +185,11 @@ def test_changes_has_the_pallets_form() -> None:
         assert all(line.startswith(("- ", "  ")) for line in body), heading
     version = PROJECT["version"].split(".dev")[0]
     assert sections[0].startswith(f"Version {version}\n")
+
+
+def test_changes_speak_to_the_user() -> None:
+    """What changed for the user, in their words: issue numbers, instruction counts and CPU
+    shares belong in commit messages and benchmarks/RESULTS.md."""
+    text = (ROOT / "CHANGES.md").read_text(encoding="utf-8")
+    assert not re.search(r"\bissues? \d+", text, flags=re.IGNORECASE)
+    assert not re.search(r"\d %|\d%|\binstructions\b|\bbytecodes?\b|\bCPU\b", text)

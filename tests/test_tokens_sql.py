@@ -21,6 +21,7 @@ from helpers import (
     MakeApp,
     RotatingRenewer,
     assert_not_logged,
+    free_port,
     idp_block,
     kept,
     make_token,
@@ -374,9 +375,7 @@ def test_sign_in_keeps_the_token_in_the_sql_store(
 def test_database_down_at_sign_in_is_a_503_page(
     make_app: MakeApp, idp: LocalIdentityProvider, captured_logs: list[logging.LogRecord]
 ) -> None:
-    from postgres_server import _free_port
-
-    down = f"postgresql://postgres@127.0.0.1:{_free_port()}/postgres"
+    down = f"postgresql://postgres@127.0.0.1:{free_port()}/postgres"
     app = make_app({"local": idp_block(idp)}, SOCIAL_OAUTH2_TOKEN_STORE=down)
     answer = sign_in(app.test_client())
     assert answer.status_code == 503

@@ -76,8 +76,8 @@ def authorization_url(
     challenge = code_challenge(verifier)
     if not extra and "?" not in base and "#" not in base and _URLSAFE.match(state + (nonce or "")):
         # The common case, built from a per-(client, redirect_uri, scope) prefix encoded once:
-        # the same query as below, without oauthlib's parse and re-encode (a third of the
-        # redirect step's own time in the profile). state, challenge and nonce need no quoting.
+        # the same query as below, without oauthlib's parse and re-encode, which every sign-in
+        # start would pay for. state, challenge and nonce need no quoting.
         prefix = _query_prefix(settings.client_id, redirect_uri, settings.scope)
         nonce_part = "" if nonce is None else f"&nonce={nonce}"
         configured = settings.authorization_params

@@ -252,8 +252,7 @@ class ProviderHTTPClient:
         This is what the adapter's ``send`` does with a prepared request, without the layers
         above the pool that this client never uses: ``Session.request`` merges environment
         settings, cookies, hooks and redirects it never has, and the adapter wraps every
-        answer in a ``Response`` searched for cookies. Those layers were a third of each
-        provider call's CPU time (Python 3.11, requests 2.34, urllib3 2; see the issue note).
+        answer in a ``Response`` searched for cookies; every provider call would pay for them.
         The request sent, the pools, the TLS settings (those the adapter gives a pool: the CA
         bundle read once, else certifi's), the proxy, the timeouts and the errors (named as
         requests names them) are the same. ``social.api()`` sends with ``Session.request``

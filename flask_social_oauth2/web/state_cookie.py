@@ -113,7 +113,7 @@ class PendingFlow:
         for key, value in bound.items():
             if not (isinstance(key, str) and isinstance(value, str)):
                 return None
-        # each check written out: a generator per check was a fifth of reading a cookie
+        # each check written out, not a generator per check: every callback reads the cookie
         if not (
             isinstance(state, str)
             and isinstance(provider, str)
@@ -143,8 +143,8 @@ class PendingFlow:
 
 class _Base64JSON:
     """The payload format of :class:`~itsdangerous.URLSafeTimedSerializer` (compact JSON in
-    URL-safe base64), without the zlib attempt: random state and verifier hardly compress, and
-    trying was a third of ``dumps``. Compressed values (a leading ``.``) are still read, to a
+    URL-safe base64), without the zlib attempt: random state and verifier hardly compress, so
+    trying would only slow every write. Compressed values (a leading ``.``) are still read, to a
     bounded size."""
 
     @staticmethod
@@ -404,7 +404,7 @@ class StateCookieStore:
 
 def _vary_on_cookie(response: Any) -> None:
     """Add ``Cookie`` to the ``Vary`` header, without parsing it into a ``HeaderSet`` and writing
-    it back (a sixth of writing the cookie, in the profile)."""
+    it back: this runs on every answer that writes the cookie."""
     headers = response.headers
     current = headers.get("Vary")
     if not current:

@@ -28,6 +28,7 @@ from helpers import (
     FakeOpenIDProvider,
     MakeApp,
     query_of,
+    sign_in,
     signed,
     valid_block,
 )
@@ -154,7 +155,7 @@ def openid_provider(fault_server: FaultServer, ec_key: ECKey) -> FakeOpenIDProvi
     return FakeOpenIDProvider(fault_server, ec_key)
 
 
-def sign_in(
+def sign_in_with_answers(
     app: Flask,
     server: FaultServer,
     provider: str,
@@ -168,16 +169,12 @@ def sign_in(
     def failed(sender: Any, provider_name: str, error: AuthenticationError) -> None:
         failures.append(error)
 
-    client = app.test_client()
-    started = client.get(f"/authenticate/{provider}")
-    assert started.status_code == 302, started.text
-    query = query_of(started.headers["Location"])
-    server.set("/token", token(query).behaviour())
-    server.set("/userinfo", profile.behaviour())
+    def serve(location: str) -> None:
+        server.set("/token", token(query_of(location)).behaviour())
+        server.set("/userinfo", profile.behaviour())
+
     with signals.authentication_failed.connected_to(failed, app):
-        response = client.get(
-            f"/authenticate/{provider}", query_string={"code": CODE, "state": query["state"]}
-        )
+        response = sign_in(app.test_client(), provider, code=CODE, on_start=serve)
     verifiers = [
         value
         for request in server.requests
@@ -257,7 +254,7 @@ def test_an_expires_in_that_is_no_number_of_seconds_is_a_502(
     expires_in: Any,
 ) -> None:
     token = {"access_token": "at-9f86d081884c7d65", "expires_in": expires_in}
-    flow = sign_in(
+    flow = sign_in_with_answers(
         apps["plain"], fault_server, "plain", lambda _: Answer(body=json_body(token)), GOOD_PROFILE
     )
     assert flow.status == 502
@@ -281,7 +278,7 @@ def test_an_expires_in_of_whole_seconds_is_read(
 
     token = {"access_token": "at", "expires_in": expires_in}
     with signals.authenticated.connected_to(keep, app):
-        flow = sign_in(
+        flow = sign_in_with_answers(
             app, fault_server, "plain", lambda _: Answer(body=json_body(token)), GOOD_PROFILE
         )
     assert flow.status == 302
@@ -300,7 +297,7 @@ def test_an_access_token_that_cannot_go_into_a_header_is_a_502(
     access_token: str,
 ) -> None:
     token = {"access_token": access_token, "token_type": "Bearer"}
-    flow = sign_in(
+    flow = sign_in_with_answers(
         apps["plain"], fault_server, "plain", lambda _: Answer(body=json_body(token)), GOOD_PROFILE
     )
     assert flow.status == 502
@@ -319,7 +316,7 @@ def test_a_token_answer_whose_content_length_is_not_ascii_digits_is_a_502(
     length: str,
 ) -> None:
     body = json_body({"access_token": "at-9f86d081884c7d65", "token_type": "Bearer"})
-    flow = sign_in(
+    flow = sign_in_with_answers(
         apps["plain"],
         fault_server,
         "plain",
@@ -536,7 +533,7 @@ def check_sign_in(
 ) -> None:
     server.clear()
     records.clear()
-    flow = sign_in(app, server, provider, token, profile)
+    flow = sign_in_with_answers(app, server, provider, token, profile)
     assert_deliberate(flow)
     served = [
         value

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 from fault_server import Behaviour, FaultServer, refused_url
-from helpers import CLIENT_SECRET, MakeApp, code_callback, fault_app, start_flow
+from helpers import CLIENT_SECRET, MakeApp, fault_app, sign_in
 
 from flask_social_oauth2 import SocialOAuth2
 from flask_social_oauth2.oauth import client_auth, flow
@@ -20,11 +20,7 @@ def finish(make_app: MakeApp, server: FaultServer, token: Behaviour, **config: A
     server.set("/token", token)
     server.set("/userinfo", Behaviour.json(USERINFO))
     app = fault_app(make_app, server, **config)
-    client = app.test_client()
-    query = start_flow(client, "faulty")
-    return client.get(
-        "/authenticate/faulty", query_string={"code": "the-code", "state": query["state"]}
-    )
+    return sign_in(app.test_client(), "faulty", code="the-code")
 
 
 def test_json_token_response(make_app: MakeApp, fault_server: FaultServer) -> None:
@@ -75,7 +71,7 @@ def test_basic_client_authentication_on_request(
     )
     app = make_app({"faulty": block})
     client = app.test_client()
-    code_callback(client, "faulty")
+    sign_in(client, "faulty", code="c")
     (request,) = [r for r in fault_server.requests if r.path == "/token"]
     assert request.headers["Authorization"] == client_auth.basic_credentials(
         "test-client", CLIENT_SECRET
@@ -136,7 +132,7 @@ def test_expires_in_as_string_or_number(
     )
     fault_server.set("/userinfo", Behaviour.json(USERINFO))
     client = app.test_client()
-    response = code_callback(client, "faulty")
+    response = sign_in(client, "faulty", code="c")
     assert response.text == "ok"
     (info,) = seen
     assert info.expires_in == 3600
@@ -186,7 +182,7 @@ def test_connection_refused_gives_502(make_app: MakeApp) -> None:
         }
     )
     client = app.test_client()
-    response = code_callback(client, "faulty")
+    response = sign_in(client, "faulty", code="c")
     assert response.status_code == 502
 
 
@@ -197,7 +193,7 @@ def test_profile_failure_is_a_profile_retrieval_error(
     fault_server.set("/userinfo", Behaviour.json({"message": "Bad credentials"}, status=401))
     app = fault_app(make_app, fault_server)
     client = app.test_client()
-    response = code_callback(client, "faulty")
+    response = sign_in(client, "faulty", code="c")
     assert response.status_code == 502
     assert "profile could not be read" in response.text
     assert any("profile request failed: HTTP 401" in r.getMessage() for r in captured_logs)
@@ -209,7 +205,7 @@ def test_profile_without_user_id(make_app: MakeApp, fault_server: FaultServer, b
     fault_server.set("/userinfo", Behaviour.json(body))
     app = fault_app(make_app, fault_server)
     client = app.test_client()
-    response = code_callback(client, "faulty")
+    response = sign_in(client, "faulty", code="c")
     assert response.status_code == 502
 
 
@@ -235,7 +231,7 @@ def test_deeply_nested_json_is_a_bad_answer_not_a_500(
     )
     app = fault_app(make_app, fault_server)
     client = app.test_client()
-    response = code_callback(client, "faulty")
+    response = sign_in(client, "faulty", code="c")
     assert response.status_code == 502
 
 
@@ -263,7 +259,7 @@ def test_numeric_user_ids_become_exact_strings(
         return "ok"
 
     client = app.test_client()
-    code_callback(client, "faulty")
+    sign_in(client, "faulty", code="c")
     assert keys == [key]
 
 

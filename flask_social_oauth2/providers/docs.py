@@ -385,37 +385,60 @@ class MixedCaseProvider(OAuth2Provider):
     hooks = LowerCaseEmail()
 ```
 
-and its test, against the local identity provider (see [Testing](testing.md)):
+and its test, with a stand-in profile endpoint on loopback:
 
 ```python
 # test_acme_hooks.py
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, HTTPServer
+
 from flask import Flask
 
-from flask_social_oauth2 import SocialOAuth2
-from flask_social_oauth2.local_idp import LocalUser
-from flask_social_oauth2.testing import local_idp_block, sign_in
+from flask_social_oauth2 import OAuth2Info, SocialOAuth2
 
 from acme_hooks import MixedCaseProvider
 
 
-def test_the_hook_reads_the_profile(social_idp):
+class ProfileEndpoint(BaseHTTPRequestHandler):
+    def do_GET(self):
+        body = json.dumps({"sub": "ada-1815", "email": "Ada@Example.TEST"}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+def test_the_hook_reads_the_profile():
+    server = HTTPServer(("127.0.0.1", 0), ProfileEndpoint)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
     app = Flask(__name__)
     app.config.update(
         SECRET_KEY="for tests only",
         TRUSTED_HOSTS=["localhost"],
-        SOCIAL_OAUTH2_PROVIDERS={"acme": local_idp_block(social_idp, "acme")},
+        SOCIAL_OAUTH2_PROVIDERS={
+            "acme": {
+                "authorizationURL": "https://id.acme.example/authorize",
+                "accessTokenURL": "https://id.acme.example/token",
+                "apiURL": f"http://127.0.0.1:{server.server_port}/me",
+                "redirectURL": "/authenticate/acme",
+                "clientID": "acme-client",
+                "clientSecret": "acme-secret",
+            }
+        },
     )
     social = SocialOAuth2(app, provider_classes={"acme": MixedCaseProvider})
-    seen = []
-
-    @social.on_authenticated
-    def signed_in(provider, info, profile):
-        seen.append(profile)
-        return "signed in"
-
-    ada = LocalUser(sub="ada-1815", name="Ada Lovelace", email="Ada@Example.TEST")
-    assert sign_in(app.test_client(), "acme", ada).status_code == 200
-    assert seen[0].email == "ada@example.test"
+    with app.app_context():
+        info = OAuth2Info(access_token="token", token_type="Bearer")
+        profile = social.provider("acme").retrieve_profile(info)
+    server.shutdown()
+    server.server_close()
+    assert profile.provider_key == "ada-1815"
+    assert profile.email == "ada@example.test"
 ```
 
 A provider that needs what a built-in one does (an e-mail list, a token scheme, API headers,
@@ -423,6 +446,7 @@ a quirk) states it as facts: subclass `BuiltinProvider` and set only the facts t
 from the defaults.
 
 ```python
+from flask_social_oauth2 import SocialOAuth2
 from flask_social_oauth2.config.profile_fields import ProfileFields
 from flask_social_oauth2.providers import BuiltinProvider, ProviderFacts, Quirk
 from flask_social_oauth2.providers.facts import EmailList

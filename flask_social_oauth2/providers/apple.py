@@ -5,26 +5,21 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Final, TypeAlias, cast
+from typing import TYPE_CHECKING, Any, Final, TypeAlias
 
-from flask import Response, g, request
+from flask import g, has_request_context, request
 
 from ..config.profile_fields import ProfileFields
 from ..config.settings import OAuth2Info, OAuth2Settings
 from ..errors import (
-    AccessDeniedError,
     ConfigurationProblem,
     IdTokenError,
     ProfileRetrievalError,
-    ProviderRefusedError,
 )
 from ..oauth import flow
 from ..oauth.dpop import DPoPKey
 from ..oidc import discovery
-from ..runtime import current_runtime
-from ..web import form_post, sign_in
-from ..web.start_confirmation import StartConfirmation
-from ..web.state_cookie import PendingFlow, find
+from ..web.state_cookie import PendingFlow
 from . import apple_secret
 from .base import BuiltinProvider, provider_class
 from .facts import PropertyRule, ProviderFacts
@@ -113,6 +108,8 @@ class AppleHooks(ProviderHooks):
     __slots__ = ()
 
     form_post_callback = True
+    #: Apple posts ``user_cancelled_authorize`` when the user cancels.
+    cancel_errors = _CANCELLED
 
     # -- configuration ---------------------------------------------------------------------
 
@@ -192,18 +189,11 @@ class AppleHooks(ProviderHooks):
 
     # -- the callback --------------------------------------------------------------------------
 
-    def authenticate(self, provider: HookedProvider) -> Response | OAuth2Info | None:
-        if request.method != "POST" or StartConfirmation.is_posted():
-            return None
-        received = form_post.read_form_post(provider.name)
-        if not received.hopped:
-            return form_post.hop_page(received)
-        if received.error is not None:
-            _end_with_posted_error(provider, received)
-        # the generic form-post step, but for Apple's cancel codes and its first-time name
-        flow_provider = cast("sign_in.FlowProvider", provider)
-        info = sign_in.finish(flow_provider, received.callback(), current_runtime())
-        name = first_sign_in_name(received.user)
+    def received_token(self, provider: HookedProvider, info: OAuth2Info) -> OAuth2Info:
+        """Keep the name Apple posts on a user's first sign-in (its ``user`` field, read by
+        the form-post step) for the profile, by the ID token it came with."""
+        posted = request.form.get("user") if has_request_context() else None
+        name = first_sign_in_name(posted)
         id_token = info.params.get("id_token")
         if name and isinstance(id_token, str):
             names = g.setdefault(_G_NAMES, {})
@@ -235,21 +225,6 @@ class AppleHooks(ProviderHooks):
         if name:
             raw["user"] = {"name": dict(name)}
         return raw
-
-
-def _end_with_posted_error(provider: HookedProvider, received: form_post.FormPost) -> None:
-    """End the flow Apple's posted error answers (RFC 9207: a forged error is a mix-up too)."""
-    cast("sign_in.FlowProvider", provider).check_issuer(received.iss)
-    if received.state:
-        store = current_runtime().state_cookies
-        flows = store.load()
-        pending = find(flows, received.state)
-        if pending is not None and pending.provider == provider.name:
-            store.save([item for item in flows if item is not pending])
-    error = received.error or ""
-    if error in _CANCELLED:
-        raise AccessDeniedError(provider.name, "the user or the provider refused the authorization")
-    raise ProviderRefusedError(provider.name, flow.safe_error_code(error))
 
 
 if TYPE_CHECKING:  # for type checkers, the class is what it is: a BuiltinProvider

@@ -24,8 +24,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-from flask import Response
-
 from ..config.settings import OAuth2Info, OAuth2Settings, SocialProfile
 from ..errors import ConfigurationProblem
 from ..oauth.dpop import DPoPKey
@@ -89,6 +87,8 @@ class ProviderHooks:
     api_base_per_identity: bool = False
     #: Whether a token answer the flow refuses is revoked before the error is raised.
     revokes_refused_tokens: bool = False
+    #: The callback's ``error`` codes that mean the user cancelled (an ``AccessDeniedError``).
+    cancel_errors: frozenset[str] = frozenset({"access_denied"})
 
     # -- configuration (no provider yet) ---------------------------------------------------
 
@@ -120,10 +120,6 @@ class ProviderHooks:
         return True
 
     # -- the start -----------------------------------------------------------------------------
-
-    def authenticate(self, provider: HookedProvider) -> Response | OAuth2Info | None:
-        """The whole step of a request the provider answers itself (Apple's form post)."""
-        return None
 
     def flow_context(self, provider: HookedProvider) -> tuple[tuple[str, str], ...]:
         """What a flow starting now is bound to besides the settings (kept in the state

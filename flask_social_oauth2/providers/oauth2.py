@@ -107,9 +107,13 @@ class OAuth2Provider(SocialProvider):
 
     @property
     def context(self) -> Mapping[str, str]:
-        """What the flow (or token) this provider is bound to named (see
-        :meth:`flow_context`); empty for the app's registered provider."""
+        """What the flow (or token) this copy is bound to named (see :meth:`flow_context`)."""
         return self._context
+
+    @property
+    def cancel_errors(self) -> frozenset[str]:
+        """The callback's ``error`` codes that mean the user cancelled."""
+        return self.hooks.cancel_errors
 
     @property
     def api_base_per_identity(self) -> bool:
@@ -222,8 +226,7 @@ class OAuth2Provider(SocialProvider):
         return self.client.issuer
 
     def openid_metadata(self) -> discovery.ProviderMetadata | None:
-        """The provider's discovery document, or ``None`` (see
-        :meth:`ProviderClient.openid_metadata <.client.ProviderClient.openid_metadata>`)."""
+        """The provider's discovery document, or ``None`` (see :attr:`client`)."""
         return self.client.openid_metadata()
 
     def openid_source(self) -> discovery.Source:
@@ -270,9 +273,6 @@ class OAuth2Provider(SocialProvider):
     # -- the flow ----------------------------------------------------------------------------
 
     def authenticate(self) -> Response | OAuth2Info:
-        answered = self.hooks.authenticate(self)
-        if answered is not None:
-            return answered
         if request.method == "POST" and self.uses_form_post() and not StartConfirmation.is_posted():
             return sign_in.form_post_step(self, current_runtime())
         return sign_in.step(self, current_runtime())

@@ -287,3 +287,140 @@ def test_importing_the_extension_leaves_the_heavy_modules_for_init_app() -> None
     assert f"{NAME}.extension" in loaded
     heavy = [m for m in loaded if any(m == h or m.startswith(f"{h}.") for h in HEAVY_AT_IMPORT)]
     assert heavy == []
+
+
+# -- providers are data plus small parts, not a tower ---------------------------------------------
+
+#: How deep a class may sit on the package's own classes (a root class is depth 1).
+MAX_CLASS_DEPTH: Final = 3
+#: Words a behaviour was once chosen by: the log labels of the requests to a provider.
+STEP_NAMES: Final = frozenset({"step", "STEP"})
+
+
+def class_bases(paths: list[Path]) -> dict[str, list[str]]:
+    """Each class defined in ``paths`` (by name), with the names of its bases."""
+    bases: dict[str, list[str]] = {}
+    for path in paths:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ClassDef):
+                names = bases.setdefault(node.name, [])
+                for base in node.bases:
+                    if isinstance(base, ast.Name):
+                        names.append(base.id)
+                    elif isinstance(base, ast.Attribute):
+                        names.append(base.attr)
+    return bases
+
+
+def class_depths(bases: dict[str, list[str]]) -> dict[str, int]:
+    """How deep each class sits, counting only bases defined among ``bases`` (others, such as
+    ``ABC`` or ``Exception``, are outside the package): a root class is depth 1."""
+    depths: dict[str, int] = {}
+
+    def depth(name: str, seen: frozenset[str]) -> int:
+        if name in depths:
+            return depths[name]
+        if name not in bases or name in seen:
+            return 0
+        own = [depth(base, seen | {name}) for base in bases[name] if base in bases]
+        depths[name] = 1 + max(own, default=0)
+        return depths[name]
+
+    for name in bases:
+        depth(name, frozenset())
+    return depths
+
+
+def package_sources() -> list[Path]:
+    return [path for path in PACKAGE.rglob("*.py") if "local_idp" not in path.parts]
+
+
+def test_the_depth_counter_counts_a_four_deep_tower(tmp_path: Path) -> None:
+    path = tmp_path / "tower.py"
+    path.write_text(
+        "from abc import ABC\nimport m\n"
+        "class A(ABC): ...\nclass B(A): ...\nclass C(m.B): ...\nclass D(C, Exception): ...\n"
+        "class Mixin: ...\nclass E(A, Mixin): ...\n"
+    )
+    depths = class_depths(class_bases([path]))
+    assert depths == {"A": 1, "B": 2, "C": 3, "D": 4, "Mixin": 1, "E": 2}
+
+
+def test_no_class_is_more_than_three_levels_deep() -> None:
+    """A provider is its facts plus small hook objects, not a tower of subclasses: no class
+    of the package (the local identity provider aside) sits on more than two of its own.
+    Exceptions are left out: their hierarchy is what ``except`` catches (DESIGN.md's errors),
+    not behaviour overridden level after level."""
+    bases = class_bases(package_sources())
+    exceptions = {name for name in bases if _is_exception(name, bases)}
+    depths = class_depths({k: v for k, v in bases.items() if k not in exceptions})
+    too_deep = {name: depth for name, depth in depths.items() if depth > MAX_CLASS_DEPTH}
+    assert not too_deep, too_deep
+    assert depths["BuiltinProvider"] == MAX_CLASS_DEPTH  # the counter sees the providers
+
+
+def test_every_built_in_provider_class_is_data_only() -> None:
+    """The class of a built-in provider (the one level the AST cannot see, made by
+    ``provider_class``) holds its facts and hooks, never code of its own."""
+    from flask_social_oauth2.providers import BUILTIN_PROVIDERS, BuiltinProvider
+
+    code = (classmethod, staticmethod, property, type(lambda: None))
+    for cls in BUILTIN_PROVIDERS.values():
+        assert cls.__bases__ == (BuiltinProvider,), cls
+        assert not [key for key, value in vars(cls).items() if isinstance(value, code)], cls
+
+
+def _is_exception(name: str, bases: dict[str, list[str]]) -> bool:
+    seen: set[str] = set()
+    todo = [name]
+    while todo:
+        current = todo.pop()
+        if current in seen:
+            continue
+        seen.add(current)
+        if current.endswith(("Error", "Exception")):  # ours, or Python's (ValueError, ...)
+            return True
+        todo.extend(bases.get(current, []))
+    return False
+
+
+def step_label_comparisons(path: Path) -> list[int]:
+    """The lines of ``path`` that compare a request's log label (``step``, ``STEP``, or a
+    literal such as ``"token request"``) to choose what to do."""
+    lines = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if not isinstance(node, ast.Compare):
+            continue
+        for operand in [node.left, *node.comparators]:
+            named = operand.id if isinstance(operand, ast.Name) else None
+            named = operand.attr if isinstance(operand, ast.Attribute) else named
+            literals = [operand] if isinstance(operand, ast.Constant) else []
+            if isinstance(operand, ast.Tuple | ast.List | ast.Set):
+                literals = [e for e in operand.elts if isinstance(e, ast.Constant)]
+            labels = [c.value for c in literals if isinstance(c.value, str)]
+            if named in STEP_NAMES or any(label.endswith(" request") for label in labels):
+                lines.append(node.lineno)
+                break
+    return lines
+
+
+def test_the_label_finder_finds_a_step_comparison(tmp_path: Path) -> None:
+    path = tmp_path / "m.py"
+    path.write_text(
+        'if step in ("token request", "refresh request"): pass\n'
+        'if kind == "refresh request": pass\n'
+        "if par.STEP != x: pass\n"
+        'if method == "POST": pass\n'
+    )
+    assert step_label_comparisons(path) == [1, 2, 3]
+
+
+def test_no_behaviour_is_chosen_by_a_log_label() -> None:
+    """What a request is for is passed explicitly (its URL, its fields, a hook), never read
+    back from the label it is logged with."""
+    found = {
+        path.relative_to(PACKAGE).as_posix(): lines
+        for path in package_sources()
+        if (lines := step_label_comparisons(path))
+    }
+    assert not found, found

@@ -5,29 +5,25 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any, ClassVar, Final
+from typing import TYPE_CHECKING, Any, Final, TypeAlias
 
-from flask import Response, g, request
+from flask import g, has_request_context, request
 
 from ..config.profile_fields import ProfileFields
 from ..config.settings import OAuth2Info, OAuth2Settings
 from ..errors import (
-    AccessDeniedError,
     ConfigurationProblem,
     IdTokenError,
     ProfileRetrievalError,
-    ProviderRefusedError,
 )
 from ..oauth import flow
 from ..oauth.dpop import DPoPKey
 from ..oidc import discovery
-from ..runtime import current_runtime
-from ..web import form_post, sign_in
-from ..web.start_confirmation import StartConfirmation
-from ..web.state_cookie import PendingFlow, find
+from ..web.state_cookie import PendingFlow
 from . import apple_secret
-from .base import BuiltinProvider
+from .base import BuiltinProvider, provider_class
 from .facts import PropertyRule, ProviderFacts
+from .hooks import HookedProvider, ProviderHooks
 
 #: Apple's issuer; ``customProperties.issuer`` replaces it (a test server).
 APPLE_ISSUER: Final = "https://appleid.apple.com"
@@ -105,25 +101,25 @@ expected ID token `iss`, discovery, keys and the revocation endpoint), e.g. a te
 )
 
 
-class AppleProvider(BuiltinProvider):
+class AppleHooks(ProviderHooks):
     """Sign in with Apple (see :data:`FACTS`): the form-post callback and its hop, the
     client-secret JWT, and the profile from the ID token and the first ``user`` name."""
 
     __slots__ = ()
 
-    facts = FACTS
-    form_post_callback: ClassVar[bool] = True
+    form_post_callback = True
+    #: Apple posts ``user_cancelled_authorize`` when the user cancels.
+    cancel_errors = _CANCELLED
 
     # -- configuration ---------------------------------------------------------------------
 
-    @classmethod
-    def issuer_for(cls, settings: OAuth2Settings) -> str:
+    def issuer(self, settings: OAuth2Settings, issuer: str | None) -> str | None:
         """``customProperties.issuer``, else Apple's: Apple always answers an ID token."""
         return discovery.configured_issuer(settings) or APPLE_ISSUER
 
-    @classmethod
-    def settings_problems(cls, settings: OAuth2Settings) -> list[ConfigurationProblem]:
-        problems = super().settings_problems(settings)
+    def settings_problems(
+        self, settings: OAuth2Settings, problems: list[ConfigurationProblem]
+    ) -> list[ConfigurationProblem]:
         properties = settings.custom_properties
         for key in ("teamID", "keyID"):
             if not properties.get(key):
@@ -144,18 +140,20 @@ class AppleProvider(BuiltinProvider):
             )
         return problems
 
-    def uses_nonce(self) -> bool:
+    def uses_nonce(self, settings: OAuth2Settings) -> bool:
         """Always: Apple always answers an ID token, which must carry this flow's nonce."""
         return True
 
     # -- requests ------------------------------------------------------------------------------
 
-    def authorization_url(self, pending: PendingFlow, dpop_key: DPoPKey | None = None) -> str:
+    def authorization_url(
+        self, provider: HookedProvider, pending: PendingFlow, dpop_key: DPoPKey | None
+    ) -> str:
         """Apple's authorization address: ``response_mode=form_post`` (unless
         ``authorizationParams`` names another), and the default scope ``name email`` when the
         block sets none."""
-        settings = self.settings
-        endpoint = self.authorization_endpoint()
+        settings = provider.settings
+        endpoint = provider.authorization_endpoint()
         assert endpoint is not None
         assert pending.verifier is not None
         params = {"response_mode": "form_post", **settings.authorization_params}
@@ -169,69 +167,57 @@ class AppleProvider(BuiltinProvider):
             nonce=pending.nonce,
         )
 
-    def built_in_revocation_url(self) -> str | None:
+    def revocation_url(self, provider: HookedProvider, built_in: str | None) -> str | None:
         """Apple's, unless ``customProperties.issuer`` names another issuer: then its discovery
         document's ``revocation_endpoint``."""
-        if discovery.configured_issuer(self.settings) is not None:
+        if discovery.configured_issuer(provider.settings) is not None:
             return None
-        return super().built_in_revocation_url()
+        return built_in
 
-    def token_request_settings(self) -> OAuth2Settings:
+    def token_request_settings(self, provider: HookedProvider) -> OAuth2Settings:
         """The settings with ``clientSecret`` replaced by the client-secret JWT."""
-        settings = self.settings
+        settings = provider.settings
         properties = settings.custom_properties
         claims = apple_secret.SecretClaims(
             team_id=properties.get("teamID", ""),
             key_id=properties.get("keyID", ""),
             client_id=settings.client_id,
-            audience=self.issuer or APPLE_ISSUER,
+            audience=provider.issuer or APPLE_ISSUER,
         )
         secret = apple_secret.SECRETS.secret(claims, settings.client_secret)
         return settings.replace(client_secret=secret)
 
     # -- the callback --------------------------------------------------------------------------
 
-    def authenticate(self) -> Response | OAuth2Info:
-        if request.method != "POST" or StartConfirmation.is_posted():
-            return super().authenticate()
-        received = form_post.read_form_post(self.name)
-        if not received.hopped:
-            return form_post.hop_page(received)
-        if received.error is not None:
-            self._end_with_posted_error(received)
-        info = sign_in.finish(self, received.callback(), current_runtime())
-        name = first_sign_in_name(received.user)
+    def received_token(self, provider: HookedProvider, info: OAuth2Info) -> OAuth2Info:
+        """Keep the name Apple posts on a user's first sign-in (its ``user`` field, read by
+        the form-post step) for the profile, by the ID token it came with."""
+        posted = request.form.get("user") if has_request_context() else None
+        name = first_sign_in_name(posted)
         id_token = info.params.get("id_token")
         if name and isinstance(id_token, str):
             names = g.setdefault(_G_NAMES, {})
             names[id_token] = name
         return info
 
-    def _end_with_posted_error(self, received: form_post.FormPost) -> None:
-        self.check_issuer(received.iss)  # RFC 9207: a forged error is a mix-up too
-        if received.state:
-            store = current_runtime().state_cookies
-            flows = store.load()
-            pending = find(flows, received.state)
-            if pending is not None and pending.provider == self.name:
-                store.save([item for item in flows if item is not pending])
-        error = received.error or ""
-        if error in _CANCELLED:
-            raise AccessDeniedError(self.name, "the user or the provider refused the authorization")
-        raise ProviderRefusedError(self.name, flow.safe_error_code(error))
-
-    def verify_token(self, info: OAuth2Info, pending: PendingFlow | None) -> OAuth2Info:
+    def read_token_answer(
+        self, provider: HookedProvider, info: OAuth2Info, pending: PendingFlow | None
+    ) -> OAuth2Info | None:
         if not isinstance(info.params.get("id_token"), str):
-            raise IdTokenError(self.name, "token response has no id_token (Apple always sends one)")
-        return super().verify_token(info, pending)
+            raise IdTokenError(
+                provider.name, "token response has no id_token (Apple always sends one)"
+            )
+        return None  # verified as any OpenID Connect provider's
 
     # -- the profile -------------------------------------------------------------------------
 
-    def fetch_profile(self, info: OAuth2Info) -> Mapping[str, Any]:
+    def fetch_profile(self, provider: HookedProvider, info: OAuth2Info) -> Mapping[str, Any]:
         """The verified ID token's claims, with the first sign-in's name as ``user``."""
         claims = info.id_token_claims
         if claims is None:
-            raise ProfileRetrievalError(self.name, "no verified ID token to read the profile from")
+            raise ProfileRetrievalError(
+                provider.name, "no verified ID token to read the profile from"
+            )
         raw = dict(claims)
         raw.pop("user", None)
         names: dict[str, dict[str, str]] = g.get(_G_NAMES, {})
@@ -239,6 +225,17 @@ class AppleProvider(BuiltinProvider):
         if name:
             raw["user"] = {"name": dict(name)}
         return raw
+
+
+if TYPE_CHECKING:  # for type checkers, the class is what it is: a BuiltinProvider
+    AppleProvider: TypeAlias = BuiltinProvider
+else:
+    AppleProvider = provider_class(
+        FACTS,
+        AppleHooks(),
+        module=__name__,
+        doc="Sign in with Apple: a form-post callback, a client-secret JWT, the ID token profile.",
+    )
 
 
 def first_sign_in_name(user: str | None) -> dict[str, str]:

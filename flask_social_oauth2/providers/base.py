@@ -8,7 +8,7 @@ import importlib.metadata
 import json
 import logging
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, ClassVar, Final
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
@@ -28,6 +28,7 @@ from ..oauth.provider_response import ProviderResponse
 from ..urls import check_endpoint_url
 from ..web.state_cookie import PendingFlow
 from .facts import CallbackTokenServer, ProviderFacts, Quirk
+from .hooks import ProviderHooks
 from .oauth2 import OAuth2Provider
 
 logger = logging.getLogger("flask_social_oauth2")
@@ -98,7 +99,7 @@ class BuiltinProvider(OAuth2Provider):
 
     @property
     def title(self) -> str:
-        return self.facts.title
+        return self.facts.title or super().title
 
     # -- configuration ---------------------------------------------------------------------
 
@@ -168,7 +169,8 @@ class BuiltinProvider(OAuth2Provider):
 
     def profile_query(self, info: OAuth2Info) -> dict[str, str]:
         """The query parameters of the profile request."""
-        return {param.name: param.value(self.settings) for param in self.facts.profile_params}
+        params = {param.name: param.value(self.settings) for param in self.facts.profile_params}
+        return self.hooks.profile_query(self, info, params)
 
     def authorization_url(self, pending: PendingFlow, dpop_key: DPoPKey | None = None) -> str:
         url = super().authorization_url(pending, dpop_key)
@@ -182,7 +184,7 @@ class BuiltinProvider(OAuth2Provider):
 
         return str(add_params_to_uri(url, added))
 
-    def token_server(self, step: str) -> str | None:
+    def callback_token_server(self) -> str | None:
         """The server the callback names for the token request (:attr:`ProviderFacts.
         callback_token_server`), checked against the allowed ones; ``None`` when the callback
         names none (then ``accessTokenURL`` is used).
@@ -190,7 +192,7 @@ class BuiltinProvider(OAuth2Provider):
         :raises InvalidCallbackError: for a server that is not allowed (400).
         """
         where = self.facts.callback_token_server
-        if where is None or step != "token request" or not has_request_context():
+        if where is None or not has_request_context():
             return None
         named = request.args.get(where.parameter) or request.form.get(where.parameter)
         if not named:
@@ -210,8 +212,9 @@ class BuiltinProvider(OAuth2Provider):
         return frozenset(origin_of(url) for url in own)
 
     def received_token(self, info: OAuth2Info) -> OAuth2Info:
+        info = super().received_token(info)
         where = self.facts.callback_token_server
-        server = self.token_server("token request")
+        server = self.callback_token_server()
         if where is not None and server is not None:
             info = dataclasses.replace(info, params={**info.params, where.parameter: server})
         return info
@@ -231,20 +234,18 @@ class BuiltinProvider(OAuth2Provider):
         renewed = OAuth2Provider.refresh(same_server, info, scope=scope)
         return dataclasses.replace(renewed, params={**renewed.params, where.parameter: server})
 
-    def token_endpoint(self, step: str, url: str) -> str:
-        server = self.token_server(step)
+    def code_exchange_url(self) -> str:
+        server = self.callback_token_server()
         if server is None:
-            return url
+            return super().code_exchange_url()
         assert self.facts.callback_token_server is not None
         return server + self.facts.callback_token_server.token_path
 
-    def finish_token_body(self, step: str, body: str) -> str:
-        quirks = self.facts.quirks
-        if Quirk.CLIENT_KEY in quirks:
-            body = urlencode([*parse_qsl(body), ("client_key", self.settings.client_id)])
-        if Quirk.JSON_TOKEN_REQUEST in quirks:
-            body = json.dumps(dict(parse_qsl(body)))
-        return body
+    def token_body_form(self) -> Callable[[str], str] | None:
+        quirks = self.facts.quirks & {Quirk.CLIENT_KEY, Quirk.JSON_TOKEN_REQUEST}
+        if not quirks:
+            return None
+        return functools.partial(_token_body_form, frozenset(quirks), self.settings.client_id)
 
     def parse_token_response(self, response: ProviderResponse) -> OAuth2Info:
         if Quirk.TOKEN_ANSWER_IN_DATA_LIST in self.facts.quirks:
@@ -255,7 +256,7 @@ class BuiltinProvider(OAuth2Provider):
         """The form body of a profile ``POST`` that carries the token."""
         form = {"access_token": info.access_token}
         form.update((param.name, param.value(self.settings)) for param in self.facts.profile_form)
-        return form
+        return self.hooks.profile_form(self, info, form)
 
     # -- the profile -------------------------------------------------------------------------
 
@@ -339,8 +340,7 @@ class BuiltinProvider(OAuth2Provider):
             raise ProfileRetrievalError(self.name, "profile answer has no user id")
         return profile
 
-    def retrieve_profile(self, info: OAuth2Info) -> SocialProfile:
-        profile = super().retrieve_profile(info)
+    def complete_profile(self, info: OAuth2Info, profile: SocialProfile) -> SocialProfile:
         if self.facts.email_list is not None and profile.email is None:
             email = self.listed_email(info)
             verified = True if email is not None else None
@@ -371,16 +371,14 @@ class BuiltinProvider(OAuth2Provider):
             entries, address=listing.address, primary=listing.primary, verified=listing.verified
         )
 
-    def optional_json(
-        self, url: str, info: OAuth2Info, step: str, headers: Mapping[str, str] | None = None
-    ) -> Any:
-        """A ``GET`` for an optional part of the profile: the JSON, or ``None`` when the
-        request fails, so that the sign-in goes on without that field."""
-        try:
-            return self.request_json("GET", url, info, headers=headers, step=step)
-        except ProfileRetrievalError as error:
-            logger.info("%s: %s skipped: %s", self.name, step, error)
-            return None
+
+def _token_body_form(quirks: frozenset[Quirk], client_id: str, body: str) -> str:
+    """A token endpoint request's form ``body`` as a provider with ``quirks`` wants it."""
+    if Quirk.CLIENT_KEY in quirks:
+        body = urlencode([*parse_qsl(body), ("client_key", client_id)])
+    if Quirk.JSON_TOKEN_REQUEST in quirks:
+        body = json.dumps(dict(parse_qsl(body)))
+    return body
 
 
 def unwrapped_token_answer(response: ProviderResponse) -> ProviderResponse:
@@ -398,14 +396,23 @@ def unwrapped_token_answer(response: ProviderResponse) -> ProviderResponse:
     return response
 
 
-def provider_class(facts: ProviderFacts) -> type[BuiltinProvider]:
-    """The class of a provider that needs no code of its own: :class:`BuiltinProvider` bound
-    to ``facts``, named ``facts.class_name`` in :mod:`flask_social_oauth2.providers`."""
-    namespace = {
+def provider_class(
+    facts: ProviderFacts,
+    hooks: ProviderHooks | None = None,
+    *,
+    module: str | None = None,
+    doc: str | None = None,
+) -> type[BuiltinProvider]:
+    """The class of a built-in provider: :class:`BuiltinProvider` bound to ``facts`` and,
+    where the provider truly differs, ``hooks``; named ``facts.class_name`` in ``module``
+    (default :mod:`flask_social_oauth2.providers`). The class holds data only, no code."""
+    namespace: dict[str, Any] = {
         "__slots__": (),
-        "__module__": __package__,
+        "__module__": module or __package__,
         "__qualname__": facts.class_name,
-        "__doc__": f"Sign in with {facts.title} (see ``PROVIDER_FACTS[{facts.name!r}]``).",
+        "__doc__": doc or f"Sign in with {facts.title} (see ``PROVIDER_FACTS[{facts.name!r}]``).",
         "facts": facts,
     }
+    if hooks is not None:
+        namespace["hooks"] = hooks
     return type(facts.class_name, (BuiltinProvider,), namespace)

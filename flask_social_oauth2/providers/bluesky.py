@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 from collections.abc import Mapping
-from typing import Any, ClassVar, Final
+from typing import TYPE_CHECKING, Any, Final, TypeAlias
 from urllib.parse import quote, urlencode, urlsplit
 
 from flask import request
@@ -18,7 +18,6 @@ from .. import atproto
 from ..config.profile_fields import ProfileFields
 from ..config.settings import OAuth2Info, OAuth2Settings
 from ..errors import (
-    AuthenticationError,
     ConfigurationProblem,
     ProfileRetrievalError,
     ResolutionError,
@@ -30,8 +29,9 @@ from ..oauth.dpop import DPoPKey
 from ..web import form_post
 from ..web.redirects import resolve_redirect_uri
 from ..web.state_cookie import PendingFlow
-from .base import BuiltinProvider
+from .base import BuiltinProvider, provider_class
 from .facts import PropertyRule, ProviderFacts
+from .hooks import HookedProvider, ProviderHooks
 
 #: The scope asked when the block sets none.
 DEFAULT_SCOPE: Final = "atproto transition:generic"
@@ -133,28 +133,27 @@ tests only) allows http on loopback.
 )
 
 
-class BlueskyProvider(BuiltinProvider):
+class BlueskyHooks(ProviderHooks):
     """Sign in with Bluesky (see :data:`FACTS`). The registered provider is unbound; the flow
-    uses a copy bound to the server it resolved (:meth:`for_flow`)."""
+    uses a copy bound to the server it resolved (its ``context``)."""
 
-    __slots__ = ("_bound",)
+    __slots__ = ()
 
-    facts = FACTS
-    api_base_per_identity: ClassVar[bool] = True
-
-    def __init__(self, name: str, settings: OAuth2Settings) -> None:
-        super().__init__(name, _client_auth_settings(settings))
-        self._bound: Mapping[str, str] = {}
+    api_base_per_identity = True
+    revokes_refused_tokens = True
 
     # -- configuration ---------------------------------------------------------------------
 
-    @classmethod
-    def issuer_for(cls, settings: OAuth2Settings) -> str | None:
-        """None: the issuer is each flow's own (:meth:`for_flow`)."""
+    def prepare_settings(self, settings: OAuth2Settings) -> OAuth2Settings:
+        return _client_auth_settings(settings)
+
+    def issuer(self, settings: OAuth2Settings, issuer: str | None) -> str | None:
+        """None: the issuer is each flow's own (its context's)."""
         return None
 
-    @classmethod
-    def settings_problems(cls, settings: OAuth2Settings) -> list[ConfigurationProblem]:
+    def settings_problems(
+        self, settings: OAuth2Settings, problems: list[ConfigurationProblem]
+    ) -> list[ConfigurationProblem]:
         """Besides the shared checks: ``authorizationURL`` (the entryway) is required;
         ``clientID`` is the loopback client or the URL (or path) of the client metadata
         document; a published client authenticates with ``private_key_jwt``, so its
@@ -162,11 +161,7 @@ class BlueskyProvider(BuiltinProvider):
         method = settings.custom_properties.get(client_auth.METHOD_KEY)
         published = is_published(settings)
         wanted = "private_key_jwt" if published else "none"
-        problems = [
-            problem
-            for problem in super().settings_problems(_client_auth_settings(settings))
-            if problem.key != "apiURL"
-        ]
+        problems = [problem for problem in problems if problem.key != "apiURL"]
         if settings.authorization_url is None:
             problems.append(
                 ConfigurationProblem(None, "authorizationURL", "is required (the entryway)")
@@ -193,37 +188,19 @@ class BlueskyProvider(BuiltinProvider):
             problems.extend(atproto.client_id_problems(settings.client_id, client_uri))
         return problems
 
-    @property
-    def issuer(self) -> str | None:
-        return self._bound.get("issuer")
-
-    def uses_dpop(self) -> bool:
+    def uses_dpop(self, settings: OAuth2Settings) -> bool:
         """Always: the AT Protocol takes only DPoP-bound tokens."""
         return True
 
-    def uses_nonce(self) -> bool:
+    def uses_nonce(self, settings: OAuth2Settings) -> bool:
         return False
 
-    def openid_metadata(self) -> None:
-        return None
-
-    def _fetcher(self) -> atproto.GuardedFetcher:
-        allow = self.settings.custom_properties.get("allowLoopback", "false") == "true"
-        return atproto.GuardedFetcher(allow_loopback=allow, provider=self.name)
-
-    def _resolve(self, handle_or_did: str) -> atproto.Resolved:
-        properties = self.settings.custom_properties
-        return atproto.resolve(
-            handle_or_did,
-            resolver_url=properties.get("handleResolver"),
-            plc_url=properties.get("plcURL", atproto.DEFAULT_PLC_URL),
-            fetch=self._fetcher(),
-            dns=atproto.DnsTxtLookup(properties.get("dnsResolver")),
-        )
+    def uses_discovery(self) -> bool:
+        return False
 
     # -- the flow ----------------------------------------------------------------------------
 
-    def flow_context(self) -> tuple[tuple[str, str], ...]:
+    def flow_context(self, provider: HookedProvider) -> tuple[tuple[str, str], ...]:
         """The account (``?handle=``) resolved to its PDS and authorization server, or, without
         a handle, the authorization server at the origin of ``authorizationURL``.
 
@@ -233,15 +210,15 @@ class BlueskyProvider(BuiltinProvider):
         typed = (request.args.get("handle") or "").strip()
         bound: dict[str, str] = {}
         if typed:
-            resolved = self._resolve(typed)
+            resolved = _resolve(provider, typed)
             metadata = resolved.metadata
             bound = {"did": resolved.did, "pds": resolved.pds, "login_hint": typed}
             if resolved.handle is not None:
                 bound["handle"] = resolved.handle
         else:
-            entry = urlsplit(self.settings.authorization_url or "")
+            entry = urlsplit(provider.settings.authorization_url or "")
             issuer = f"{entry.scheme}://{entry.netloc}"
-            metadata = atproto.authorization_server_metadata(issuer, fetch=self._fetcher())
+            metadata = atproto.authorization_server_metadata(issuer, fetch=_fetcher(provider))
         bound |= {
             "issuer": metadata.issuer,
             "par": metadata.pushed_authorization_request_endpoint,
@@ -250,30 +227,29 @@ class BlueskyProvider(BuiltinProvider):
         }
         if metadata.revocation_endpoint is not None:
             bound["revocation_endpoint"] = metadata.revocation_endpoint
-        if is_published(self.settings):  # a path is this request's host's, as redirectURL
-            bound["client_id"] = resolve_redirect_uri(self.settings.client_id)
+        if is_published(provider.settings):  # a path is this request's host's, as redirectURL
+            bound["client_id"] = resolve_redirect_uri(provider.settings.client_id)
         return tuple(bound.items())
 
-    def for_flow(self, pending: PendingFlow) -> BlueskyProvider:
-        return self._bound_to(dict(pending.context), pending.redirect_uri)
-
-    def _bound_to(self, bound: dict[str, str], redirect_uri: str) -> BlueskyProvider:
-        settings = self.settings
+    def bound_settings(
+        self, settings: OAuth2Settings, context: Mapping[str, str], redirect_uri: str
+    ) -> tuple[OAuth2Settings, Mapping[str, str]]:
         scope = settings.scope or DEFAULT_SCOPE
-        client_id = bound.get("client_id") or settings.client_id
+        client_id = context.get("client_id") or settings.client_id
         if client_id == LOOPBACK_CLIENT:
             query = urlencode({"redirect_uri": redirect_uri, "scope": scope})
             client_id = f"{LOOPBACK_CLIENT}?{query}"
-        copy = type(self)(self.name, settings.replace(client_id=client_id, scope=scope))
-        copy._bound = {**bound, "client_id": client_id}
-        return copy
+        bound = {**context, "client_id": client_id}
+        return settings.replace(client_id=client_id, scope=scope), bound
 
-    def authorization_url(self, pending: PendingFlow, dpop_key: DPoPKey | None = None) -> str:
+    def authorization_url(
+        self, provider: HookedProvider, pending: PendingFlow, dpop_key: DPoPKey | None
+    ) -> str:
         """The request pushed to the bound server (PAR, PKCE, DPoP, ``login_hint``), and its
         authorization endpoint with ``client_id`` and ``request_uri``."""
         assert pending.verifier is not None
-        settings = self.settings
-        hint = self._bound.get("login_hint")
+        settings, bound = provider.settings, provider.context
+        hint = bound.get("login_hint")
         extra = list(form_post.request_params(settings))
         if hint is not None:
             extra.append(("login_hint", hint))
@@ -288,27 +264,27 @@ class BlueskyProvider(BuiltinProvider):
         def body(client_fields: Any) -> str:
             return urlencode([*params, *client_fields])
 
-        answer = self._post_to_token_endpoint(par.STEP, body, self._bound["par"], dpop_key=dpop_key)
-        request_uri = par.read_answer(self.name, answer)
-        return par.browser_url(self._bound["authorize"], settings.client_id, request_uri)
+        answer = provider.client.post_to_token_endpoint(
+            bound["par"], body, step=par.STEP, dpop_key=dpop_key
+        )
+        request_uri = par.read_answer(provider.name, answer)
+        return par.browser_url(bound["authorize"], settings.client_id, request_uri)
 
-    def token_endpoint(self, step: str, url: str) -> str:
+    def token_endpoint(self, provider: HookedProvider) -> str | None:
         """The bound server's token endpoint for the token and refresh requests."""
-        if step in ("token request", "refresh request"):
-            return self._bound.get("token_endpoint", url)
-        return url
+        return provider.context.get("token_endpoint")
 
-    def built_in_revocation_url(self) -> str | None:
+    def revocation_url(self, provider: HookedProvider, built_in: str | None) -> str | None:
         """The bound server's revocation endpoint, when its metadata names one."""
-        return self._bound.get("revocation_endpoint")
+        return provider.context.get("revocation_endpoint")
 
-    def client_metadata(self) -> dict[str, Any] | None:
+    def client_metadata(self, provider: HookedProvider) -> dict[str, Any] | None:
         """The client metadata document of a published client (served at
         ``<url rule>/client-metadata.json``): its ``client_id`` is ``clientID`` (a path
         resolved against this request's host, like ``redirectURL``), ``jwks_uri`` the
         ``jwks.json`` next to it; ``None`` for the loopback development client. Needs a
         request context."""
-        settings = self.settings
+        settings = provider.settings
         if not is_published(settings):
             return None
         key = client_auth.load_signing_key(settings.client_secret)
@@ -320,143 +296,150 @@ class BlueskyProvider(BuiltinProvider):
             display=settings.custom_properties,
         )
 
-    def check_issuer(self, issuer: str | None) -> None:
+    def check_issuer(self, provider: HookedProvider, issuer: str | None) -> bool:
         """``iss`` is required, and must be the flow's server (RFC 9207)."""
         if issuer is None:
-            raise StateError(self.name, "callback lacks iss (the AT Protocol requires it)")
-        expected = self._bound.get("issuer")
+            raise StateError(provider.name, "callback lacks iss (the AT Protocol requires it)")
+        expected = provider.context.get("issuer")
         if expected is None or issuer != expected:
-            raise StateError(self.name, "callback's iss is another issuer (mix-up refused)")
+            raise StateError(provider.name, "callback's iss is another issuer (mix-up refused)")
+        return True
 
-    def verify_token(self, info: OAuth2Info, pending: PendingFlow | None) -> OAuth2Info:
+    def read_token_answer(
+        self, provider: HookedProvider, info: OAuth2Info, pending: PendingFlow | None
+    ) -> OAuth2Info:
         """The answer must grant the ``atproto`` scope, and its ``sub`` must be the flow's
         DID, or (started without a handle) a DID whose PDS names the flow's server; the account
         is then kept in the token's params. Tokens that fail are dropped, and revoked at the
-        server that issued them when it can (best effort: :meth:`_drop`).
+        server that issued them when it can (:attr:`revokes_refused_tokens`).
 
         :raises UnexpectedResponseError: (502) when ``atproto`` is not granted.
         :raises StateError: when ``sub`` is not the account.
         """
-        try:
-            _check_scope(self.name, info)
-            return self._verified_account(info)
-        except AuthenticationError:
-            self._drop(info)
-            raise
+        _check_scope(provider.name, info)
+        return _verified_account(provider, info)
 
-    def _drop(self, info: OAuth2Info) -> None:
-        """Revoke tokens the sign-in drops, at the flow's server, if it names a revocation
-        endpoint; a failure is logged (no secret) and changes nothing else."""
-        try:
-            self.revoke(info)
-        except AuthenticationError as error:
-            logger.warning("%s: the dropped token could not be revoked: %s", self.name, error)
-
-    def _verified_account(self, info: OAuth2Info) -> OAuth2Info:
-        sub = info.params.get("sub")
-        bound = dict(self._bound)
-        if not isinstance(sub, str) or not atproto.is_did(sub):
-            raise StateError(self.name, "the token answer names no account (sub)")
-        if "did" in bound:
-            if sub != bound["did"]:
-                raise StateError(
-                    self.name, "the token is another account's than the sign-in's (sub)"
-                )
-        else:
-            try:
-                resolved = self._resolve(sub)
-            except ResolutionError:
-                raise StateError(
-                    self.name, "the token's account (sub) cannot be resolved"
-                ) from None
-            if resolved.issuer != bound.get("issuer"):
-                raise StateError(
-                    self.name, "the token's account (sub) is not of this authorization server"
-                )
-            bound |= {"did": resolved.did, "pds": resolved.pds}
-            if resolved.handle is not None:
-                bound["handle"] = resolved.handle
-        kept = {key: bound[key] for key in _KEPT if key in bound}
-        return dataclasses.replace(info, params={**info.params, **kept})
-
-    def _issued_by(self, info: OAuth2Info) -> tuple[BlueskyProvider, dict[str, str]]:
-        """The provider bound to the server that issued ``info`` (kept in its params)."""
+    def token_context(self, info: OAuth2Info) -> dict[str, str]:
+        """The server that issued ``info`` (kept in its params)."""
         kept: dict[str, str] = {}
         for key in _KEPT:
             value = info.params.get(key)
             if isinstance(value, str):
                 kept[key] = value
-        return self._bound_to(kept, ""), kept
+        return kept
 
-    def refresh(self, info: OAuth2Info, *, scope: str | None = None) -> OAuth2Info:
+    def refreshed(
+        self, provider: HookedProvider, info: OAuth2Info, renewed: OAuth2Info
+    ) -> OAuth2Info:
         """Refreshed at the token endpoint of the server that issued ``info``, with the same
         client id (and a fresh client assertion); the account must stay the same and
         ``atproto`` granted, else the new tokens are dropped (and revoked)."""
-        bound, kept = self._issued_by(info)
-        renewed = BuiltinProvider.refresh(bound, info, scope=scope)
-        try:
-            _check_scope(self.name, renewed)
-            if renewed.params.get("sub", kept.get("did")) != kept.get("did"):
-                raise StateError(self.name, "the refreshed token is another account's (sub)")
-        except AuthenticationError:
-            bound._drop(renewed)
-            raise
+        kept = self.token_context(info)
+        _check_scope(provider.name, renewed)
+        if renewed.params.get("sub", kept.get("did")) != kept.get("did"):
+            raise StateError(provider.name, "the refreshed token is another account's (sub)")
         return dataclasses.replace(renewed, params={**renewed.params, **kept})
-
-    def revoke(self, info: OAuth2Info) -> bool:
-        """Revoked at the revocation endpoint of the server that issued ``info`` (when its
-        metadata named one), with the flow's client id and DPoP key."""
-        if self._bound:
-            return BuiltinProvider.revoke(self, info)
-        bound, _ = self._issued_by(info)
-        return BuiltinProvider.revoke(bound, info)
 
     # -- the profile and the API -------------------------------------------------------------
 
-    def api_base_for(self, info: OAuth2Info | None) -> str | None:
+    def api_base_for(self, provider: HookedProvider, info: OAuth2Info | None) -> str | None:
         """The identity's PDS."""
         pds = None if info is None else info.params.get("pds")
         return pds if isinstance(pds, str) else None
 
-    def fetch_profile(self, info: OAuth2Info) -> Mapping[str, Any]:
+    def fetch_profile(self, provider: HookedProvider, info: OAuth2Info) -> Mapping[str, Any]:
         """The DID and handle the sign-in verified, with the display name and avatar of the
         account's profile record on its PDS (none without a record)."""
-        did, pds = info.params.get("did"), info.params.get("pds")
-        if not isinstance(did, str) or not isinstance(pds, str):
-            raise ProfileRetrievalError(self.name, "the token names no account and PDS")
-        raw: dict[str, Any] = {"did": did, "handle": info.params.get("handle")}
-        answer = self.request_answer(
-            "GET",
-            pds.rstrip("/") + "/xrpc/com.atproto.repo.getRecord",
-            info,
-            params={"repo": did, "collection": _PROFILE_COLLECTION, "rkey": "self"},
-        )
+        return _profile(provider, info)
+
+
+def _fetcher(provider: HookedProvider) -> atproto.GuardedFetcher:
+    allow = provider.settings.custom_properties.get("allowLoopback", "false") == "true"
+    return atproto.GuardedFetcher(allow_loopback=allow, provider=provider.name)
+
+
+def _resolve(provider: HookedProvider, handle_or_did: str) -> atproto.Resolved:
+    properties = provider.settings.custom_properties
+    return atproto.resolve(
+        handle_or_did,
+        resolver_url=properties.get("handleResolver"),
+        plc_url=properties.get("plcURL", atproto.DEFAULT_PLC_URL),
+        fetch=_fetcher(provider),
+        dns=atproto.DnsTxtLookup(properties.get("dnsResolver")),
+    )
+
+
+def _verified_account(provider: HookedProvider, info: OAuth2Info) -> OAuth2Info:
+    name = provider.name
+    sub = info.params.get("sub")
+    bound = dict(provider.context)
+    if not isinstance(sub, str) or not atproto.is_did(sub):
+        raise StateError(name, "the token answer names no account (sub)")
+    if "did" in bound:
+        if sub != bound["did"]:
+            raise StateError(name, "the token is another account's than the sign-in's (sub)")
+    else:
         try:
-            record = answer.json()
-        except ValueError:
-            record = None
-        not_found = isinstance(record, dict) and record.get("error") == "RecordNotFound"
-        if answer.status == 400 and not_found:
-            return raw
-        if answer.status != 200 or not isinstance(record, dict):
-            raise ProfileRetrievalError(self.name, f"profile request failed: HTTP {answer.status}")
-        value = record.get("value")
-        if isinstance(value, dict):
-            raw["record"] = value
-            if isinstance(value.get("displayName"), str):
-                raw["displayName"] = value["displayName"]
-            avatar = value.get("avatar")
-            link = avatar.get("ref") if isinstance(avatar, dict) else None
-            cid = link.get("$link") if isinstance(link, dict) else None
-            if isinstance(cid, str):
-                raw["avatar"] = (
-                    pds.rstrip("/")
-                    + "/xrpc/com.atproto.sync.getBlob?did="
-                    + quote(did, safe="")
-                    + "&cid="
-                    + quote(cid, safe="")
-                )
+            resolved = _resolve(provider, sub)
+        except ResolutionError:
+            raise StateError(name, "the token's account (sub) cannot be resolved") from None
+        if resolved.issuer != bound.get("issuer"):
+            raise StateError(name, "the token's account (sub) is not of this authorization server")
+        bound |= {"did": resolved.did, "pds": resolved.pds}
+        if resolved.handle is not None:
+            bound["handle"] = resolved.handle
+    kept = {key: bound[key] for key in _KEPT if key in bound}
+    return dataclasses.replace(info, params={**info.params, **kept})
+
+
+def _profile(provider: HookedProvider, info: OAuth2Info) -> Mapping[str, Any]:
+    did, pds = info.params.get("did"), info.params.get("pds")
+    if not isinstance(did, str) or not isinstance(pds, str):
+        raise ProfileRetrievalError(provider.name, "the token names no account and PDS")
+    raw: dict[str, Any] = {"did": did, "handle": info.params.get("handle")}
+    answer = provider.request_answer(
+        "GET",
+        pds.rstrip("/") + "/xrpc/com.atproto.repo.getRecord",
+        info,
+        params={"repo": did, "collection": _PROFILE_COLLECTION, "rkey": "self"},
+    )
+    try:
+        record = answer.json()
+    except ValueError:
+        record = None
+    not_found = isinstance(record, dict) and record.get("error") == "RecordNotFound"
+    if answer.status == 400 and not_found:
         return raw
+    if answer.status != 200 or not isinstance(record, dict):
+        raise ProfileRetrievalError(provider.name, f"profile request failed: HTTP {answer.status}")
+    value = record.get("value")
+    if isinstance(value, dict):
+        raw["record"] = value
+        if isinstance(value.get("displayName"), str):
+            raw["displayName"] = value["displayName"]
+        avatar = value.get("avatar")
+        link = avatar.get("ref") if isinstance(avatar, dict) else None
+        cid = link.get("$link") if isinstance(link, dict) else None
+        if isinstance(cid, str):
+            raw["avatar"] = (
+                pds.rstrip("/")
+                + "/xrpc/com.atproto.sync.getBlob?did="
+                + quote(did, safe="")
+                + "&cid="
+                + quote(cid, safe="")
+            )
+    return raw
+
+
+if TYPE_CHECKING:  # for type checkers, the class is what it is: a BuiltinProvider
+    BlueskyProvider: TypeAlias = BuiltinProvider
+else:
+    BlueskyProvider = provider_class(
+        FACTS,
+        BlueskyHooks(),
+        module=__name__,
+        doc="Sign in with Bluesky: the flow bound to the account's own server (see ``FACTS``).",
+    )
 
 
 def is_published(settings: OAuth2Settings) -> bool:

@@ -1,28 +1,27 @@
-"""How a provider block reaches its server: :class:`ProviderClient`, the base of
-:class:`~flask_social_oauth2.providers.oauth2.OAuth2Provider` (which adds the flow and the profile).
+"""How a provider block reaches its server: :class:`ProviderClient`, a part every
+:class:`~flask_social_oauth2.providers.oauth2.OAuth2Provider` holds (has-a, not a base class):
+the OpenID Connect discovery document, client authentication, DPoP proofs and the requests
+themselves, with the app's timeout and size cap.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, ClassVar, Final
+from typing import Any, Final
 
 from ..config.settings import OAuth2Info, OAuth2Settings
 from ..errors import (
     AuthenticationError,
-    ConfigurationProblem,
     DiscoveryError,
     ProfileRetrievalError,
     UnexpectedResponseError,
 )
-from ..oauth import client_auth, dpop, flow, par, revocation
+from ..oauth import client_auth, dpop, flow
 from ..oauth.client_auth import ClientAuthMethod
 from ..oauth.dpop import DPoPKey
 from ..oauth.provider_response import ProviderResponse
-from ..oidc import discovery, id_token
+from ..oidc import discovery
 from ..runtime import current_runtime
-from ..web.provider import SocialProvider
 
 __all__ = ["ProviderClient", "TokenAuthMethod"]
 
@@ -34,139 +33,75 @@ BodyWith = Callable[[Sequence[tuple[str, str]]], str]
 DPOP_KEY: Final = "dpop"
 
 
-class ProviderClient(SocialProvider):
-    """How one provider block reaches its server: the block's checks, its OpenID Connect
-    issuer and discovery document, client authentication, DPoP proofs, and the requests
-    themselves (to the token endpoint and to the provider's API), with the app's timeout
-    and size cap. :class:`~flask_social_oauth2.providers.oauth2.OAuth2Provider` adds the flow and
-    the profile on top.
+class ProviderClient:
+    """How one provider block reaches its server: its OpenID Connect issuer and discovery
+    document, client authentication, DPoP proofs, and the requests themselves (to the token
+    endpoint and to the provider's API), with the app's timeout and size cap.
+
+    A provider holds one (:attr:`OAuth2Provider.client
+    <flask_social_oauth2.providers.oauth2.OAuth2Provider.client>`); everything it varies by
+    is given when it is made, so it never asks the provider back.
+
+    :param name: The block's name (for errors and logs).
+    :param settings: The block's settings.
+    :param issuer: The OpenID Connect issuer, or ``None``.
+    :param token_auth_method: How the client authenticates at the token endpoint, unless
+        ``customProperties.tokenEndpointAuthMethod`` says otherwise.
+    :param token_headers: Extra headers of every token endpoint request.
+    :param discovery: Whether the issuer's discovery document is read (``False`` for a
+        provider whose server metadata is not OpenID Connect's, as the AT Protocol's).
+    :param form_of: Makes the form body of a token endpoint request as sent (e.g. JSON).
     """
 
-    __slots__ = ("_issuer",)
+    __slots__ = (
+        "_discovery",
+        "_form_of",
+        "_issuer",
+        "_name",
+        "_settings",
+        "_token_headers",
+        "token_auth_method",
+    )
 
-    def __init__(self, name: str, settings: OAuth2Settings) -> None:
-        super().__init__(name, settings)
-        # Derived once: a provider's settings never change, and a callback asks several times.
-        self._issuer = self.issuer_for(settings)
-
-    #: The profile address used when the block has no ``apiURL``.
-    default_api_url: ClassVar[str | None] = None
-    #: How the client authenticates at the token endpoint unless ``customProperties`` says
-    #: otherwise (``tokenEndpointAuthMethod``).
-    default_token_auth_method: ClassVar[TokenAuthMethod] = "client_secret_post"
-    #: Whether the provider speaks OpenID Connect: when the scope asks for ``openid``, its
-    #: discovery document is read from :meth:`default_issuer_for` and its ID tokens verified,
-    #: as for a block with ``customProperties.issuer`` (see
-    #: :mod:`flask_social_oauth2.oidc.discovery`).
-    openid_connect: ClassVar[bool] = False
-    #: The issuer of an OpenID Connect provider with one fixed issuer.
-    default_issuer: ClassVar[str | None] = None
-    #: ``(pattern, template)`` for a per-tenant OpenID Connect provider: the issuer is
-    #: ``re.fullmatch(pattern, accessTokenURL).expand(template)``.
-    issuer_from_token_url: ClassVar[tuple[str, str] | None] = None
-
-    # -- configuration ---------------------------------------------------------------------
-
-    @classmethod
-    def settings_problems(cls, settings: OAuth2Settings) -> list[ConfigurationProblem]:
-        problems = []
-        issuer = cls.issuer_for(settings)
-        if (
-            settings.api_url is None
-            and cls.default_profile_url_for(settings) is None
-            and issuer is None
-        ):
-            problems.append(
-                ConfigurationProblem(
-                    None, "apiURL", "is required: this provider has no built-in profile address"
-                )
-            )
-        problems.extend(client_auth.settings_problems(settings))
-        problems.extend(par.settings_problems(settings, has_issuer=issuer is not None))
-        if settings.custom_properties.get(DPOP_KEY, "false") not in ("true", "false"):
-            problems.append(
-                ConfigurationProblem(None, f"customProperties.{DPOP_KEY}", "must be true or false")
-            )
-        verifies = issuer is not None and "openid" in (settings.scope or "").split()
-        problems.extend(discovery.settings_problems(settings))
-        problems.extend(revocation.settings_problems(settings))
-        problems.extend(id_token.settings_problems(settings, verifies=verifies))
-        return problems
-
-    @classmethod
-    def default_profile_url_for(cls, settings: OAuth2Settings) -> str | None:
-        """The built-in profile address for ``settings``; tenant-based providers override this
-        to derive it from the host of ``accessTokenURL``."""
-        return cls.default_api_url
-
-    @property
-    def profile_url(self) -> str | None:
-        """``apiURL`` if set, else the provider's built-in profile address."""
-        return self.settings.api_url or self.default_profile_url_for(self.settings)
-
-    @property
-    def token_auth_method(self) -> ClientAuthMethod:
-        """How the client authenticates at the token, PAR and revocation endpoints:
-        ``customProperties.tokenEndpointAuthMethod``, else the provider's default."""
-        return client_auth.method_of(self.settings, self.default_token_auth_method)
-
-    def client_credentials(self, url: str) -> client_auth.ClientCredentials:
-        """The client authentication of one request to ``url``, made now (a JWT assertion is
-        fresh each time; its ``aud`` is the issuer, else ``url``)."""
-        return client_auth.credentials(
-            self.token_auth_method, self.token_request_settings(), audience=self.issuer or url
-        )
-
-    def token_request_settings(self) -> OAuth2Settings:
-        """The settings the token and refresh requests are built from:
-        :attr:`~flask_social_oauth2.SocialProvider.settings`, or a copy whose ``clientSecret``
-        is what the provider wants sent (Apple: a signed JWT)."""
-        return self.settings
-
-    def token_request_headers(self) -> Mapping[str, str]:
-        """Extra headers for the token request (e.g. a User-Agent a provider demands)."""
-        return {}
-
-    def uses_dpop(self) -> bool:
-        """Whether the provider's tokens are bound to a key of the sign-in (DPoP, RFC 9449):
-        ``customProperties.dpop`` is ``"true"``."""
-        return self.settings.custom_properties.get(DPOP_KEY, "false") == "true"
-
-    def uses_nonce(self) -> bool:
-        """Whether the flow sends an OpenID Connect nonce: when the scope asks for ``openid``."""
-        return "openid" in (self.settings.scope or "").split()
-
-    # -- OpenID Connect ----------------------------------------------------------------------
-
-    @classmethod
-    def default_issuer_for(cls, settings: OAuth2Settings) -> str | None:
-        """The built-in issuer for ``settings`` (:attr:`openid_connect` providers only):
-        derived from ``accessTokenURL`` with :attr:`issuer_from_token_url`, else
-        :attr:`default_issuer`."""
-        if not cls.openid_connect:
-            return None
-        if cls.issuer_from_token_url is not None:
-            pattern, template = cls.issuer_from_token_url
-            match = re.fullmatch(pattern, settings.access_token_url)
-            return match.expand(template) if match else None
-        return cls.default_issuer
-
-    @classmethod
-    def issuer_for(cls, settings: OAuth2Settings) -> str | None:
-        """The OpenID Connect issuer of ``settings``: ``customProperties.issuer`` (or the one
-        ``customProperties.discoveryURL`` implies); else, when the scope asks for ``openid``,
-        :meth:`default_issuer_for`; ``None`` when the provider is used as plain OAuth 2.0."""
-        configured = discovery.configured_issuer(settings)
-        if configured is not None:
-            return configured
-        if "openid" in (settings.scope or "").split():
-            return cls.default_issuer_for(settings)
-        return None
+    def __init__(
+        self,
+        name: str,
+        settings: OAuth2Settings,
+        *,
+        issuer: str | None,
+        token_auth_method: str,
+        token_headers: Mapping[str, str] | None = None,
+        discovery: bool = True,
+        form_of: Callable[[str], str] | None = None,
+    ) -> None:
+        self._name = name
+        self._settings = settings
+        self._issuer = issuer
+        self._discovery = discovery
+        self._token_headers = dict(token_headers or {})
+        self._form_of = form_of
+        # how the client authenticates at the token, PAR and revocation endpoints
+        self.token_auth_method = client_auth.method_of(settings, token_auth_method)
 
     @property
     def issuer(self) -> str | None:
-        """The provider's OpenID Connect issuer (see :meth:`issuer_for`), or ``None``."""
+        """The provider's OpenID Connect issuer, or ``None``."""
         return self._issuer
+
+    def __repr__(self) -> str:
+        return f"<ProviderClient {self._name!r}>"
+
+    def client_credentials(
+        self, url: str, settings: OAuth2Settings | None = None
+    ) -> client_auth.ClientCredentials:
+        """The client authentication of one request to ``url``, made now from ``settings``
+        (default: the block's) (a JWT assertion is fresh each time; its ``aud`` is the issuer,
+        else ``url``)."""
+        return client_auth.credentials(
+            self.token_auth_method, settings or self._settings, audience=self._issuer or url
+        )
+
+    # -- OpenID Connect ----------------------------------------------------------------------
 
     def openid_metadata(self) -> discovery.ProviderMetadata | None:
         """The provider's discovery document (cached per process, fetched on first use), or
@@ -174,71 +109,58 @@ class ProviderClient(SocialProvider):
 
         :raises DiscoveryError: when it cannot be fetched or names another issuer.
         """
-        issuer = self.issuer
-        if issuer is None:
+        issuer = self._issuer
+        if issuer is None or not self._discovery:
             return None
-        return discovery.provider_metadata(self.openid_source(), self.settings, issuer)
+        return discovery.provider_metadata(self.openid_source(), self._settings, issuer)
 
     def openid_source(self) -> discovery.Source:
         """How discovery and ID token checks reach this provider's documents: GET requests
         with the app's timeout and size cap, and the app's
         ``SOCIAL_OAUTH2_DISCOVERY_FAILURE_TTL``. Needs an app context."""
         return discovery.Source(
-            self.name, self._get_document, current_runtime().discovery_failure_ttl
+            self._name, self._get_document, current_runtime().discovery_failure_ttl
         )
 
     def _get_document(self, url: str, *, step: str) -> ProviderResponse:
         headers = {"Accept": "application/json"}
         return self.send("GET", url, step=step, error=DiscoveryError, headers=headers)
 
-    def authorization_endpoint(self) -> str | None:
-        """``authorizationURL``, else the discovered ``authorization_endpoint``."""
-        if self.settings.authorization_url is not None:
-            return self.settings.authorization_url
-        metadata = self.openid_metadata()
-        return None if metadata is None else metadata.authorization_endpoint
-
     # -- requests ----------------------------------------------------------------------------
 
-    def _post_to_token_endpoint(
-        self, step: str, body: BodyWith, url: str | None = None, *, dpop_key: DPoPKey | None = None
+    def post_to_token_endpoint(
+        self,
+        url: str,
+        body: BodyWith,
+        *,
+        step: str,
+        settings: OAuth2Settings | None = None,
+        dpop_key: DPoPKey | None = None,
     ) -> ProviderResponse:
-        """POST a form body to ``accessTokenURL`` (or ``url``; see :meth:`token_endpoint`)
-        with the client's authentication, made for this request, and with ``dpop_key`` a DPoP
-        proof; a server's ``use_dpop_nonce`` answer is retried once, with a fresh proof and a
-        fresh client assertion (the server may have spent the first).
+        """POST a form body to ``url`` (the token, refresh, PAR or revocation endpoint) with
+        the client's authentication made from ``settings`` for this request, and with
+        ``dpop_key`` a DPoP proof; a server's ``use_dpop_nonce`` answer is retried once, with
+        a fresh proof and a fresh client assertion (the server may have spent the first).
 
         :param body: Makes the form body from the client's authentication fields.
+        :param step: What the request is, for logs and error messages only.
         """
-        url = self.token_endpoint(step, url or self.settings.access_token_url)
 
         def send(nonce: str | None) -> ProviderResponse:
-            credentials = self.client_credentials(url)
-            headers = flow.token_headers({**self.token_request_headers(), **credentials.headers})
+            credentials = self.client_credentials(url, settings)
+            headers = flow.token_headers({**self._token_headers, **credentials.headers})
             if dpop_key is not None:
                 headers["DPoP"] = dpop.proof(dpop_key, "POST", url, nonce=nonce)
+            data = body(credentials.fields)
+            if self._form_of is not None:
+                data = self._form_of(data)
             return self.send(
-                "POST",
-                url,
-                step=step,
-                error=UnexpectedResponseError,
-                headers=headers,
-                data=self.finish_token_body(step, body(credentials.fields)),
+                "POST", url, step=step, error=UnexpectedResponseError, headers=headers, data=data
             )
 
         if dpop_key is None:
             return send(None)
         return dpop.send_with_nonce(url, send, _answer_parts)
-
-    def token_endpoint(self, step: str, url: str) -> str:
-        """Where the ``step`` request goes (``"token request"``, ``"refresh request"``,
-        ``"revocation request"``): ``url``, unless a provider decides otherwise."""
-        return url
-
-    def finish_token_body(self, step: str, body: str) -> str:
-        """The form body of a ``step`` request as sent: ``body``, unless a provider adds to it
-        or changes its form."""
-        return body
 
     def send(
         self,
@@ -258,7 +180,7 @@ class ProviderClient(SocialProvider):
         return get_client().request(
             method,
             url,
-            provider=self.name,
+            provider=self._name,
             step=step,
             error=error,
             timeout=runtime.timeout,
@@ -289,12 +211,12 @@ class ProviderClient(SocialProvider):
             method, url, info, headers=headers, params=params, data=data, step=step
         )
         if not 200 <= response.status < 300:
-            raise ProfileRetrievalError(self.name, f"{step} failed: HTTP {response.status}")
+            raise ProfileRetrievalError(self._name, f"{step} failed: HTTP {response.status}")
         try:
             return response.json()
         except ValueError:
             raise ProfileRetrievalError(
-                self.name, f"{step}: HTTP {response.status} answered no JSON"
+                self._name, f"{step}: HTTP {response.status} answered no JSON"
             ) from None
 
     def request_answer(

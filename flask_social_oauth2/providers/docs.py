@@ -354,6 +354,119 @@ class AcmeProvider(OAuth2Provider):
 
 social = SocialOAuth2(provider_classes={"acme": AcmeProvider})
 ```
+
+### A provider that differs in one place: one hook
+
+A provider is its facts plus a few named hooks where it truly differs; the built-in ones are
+written that way. When your provider differs from the generic flow in one place, give its
+class a hooks object that says only that, instead of overriding the flow's methods and calling
+`super()`. The hooks (`flask_social_oauth2.providers.hooks.ProviderHooks`) are named for the
+step that calls them: `read_token_answer`, `fetch_profile`, `check_issuer` (the callback),
+`exchange_fields` (extra fields of the code exchange), `read_profile`, `complete_profile`,
+`profile_query`, `authorization_url`, and a few more; every default is plain OAuth 2.0, and a
+hook is handed the provider's name, settings and requests, never a step of the flow. Here, a
+provider that sends e-mail addresses in mixed case:
+
+```python
+# acme_hooks.py
+import dataclasses
+
+from flask_social_oauth2 import OAuth2Provider
+from flask_social_oauth2.providers.hooks import ProviderHooks
+
+
+class LowerCaseEmail(ProviderHooks):
+    def read_profile(self, provider, raw, info, profile):
+        email = profile.email.lower() if profile.email else None
+        return dataclasses.replace(profile, email=email)
+
+
+class MixedCaseProvider(OAuth2Provider):
+    hooks = LowerCaseEmail()
+```
+
+and its test, with a stand-in profile endpoint on loopback:
+
+```python
+# test_acme_hooks.py
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, HTTPServer
+
+from flask import Flask
+
+from flask_social_oauth2 import OAuth2Info, SocialOAuth2
+
+from acme_hooks import MixedCaseProvider
+
+
+class ProfileEndpoint(BaseHTTPRequestHandler):
+    def do_GET(self):
+        body = json.dumps({"sub": "ada-1815", "email": "Ada@Example.TEST"}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+def test_the_hook_reads_the_profile():
+    server = HTTPServer(("127.0.0.1", 0), ProfileEndpoint)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    app = Flask(__name__)
+    app.config.update(
+        SECRET_KEY="for tests only",
+        TRUSTED_HOSTS=["localhost"],
+        SOCIAL_OAUTH2_PROVIDERS={
+            "acme": {
+                "authorizationURL": "https://id.acme.example/authorize",
+                "accessTokenURL": "https://id.acme.example/token",
+                "apiURL": f"http://127.0.0.1:{server.server_port}/me",
+                "redirectURL": "/authenticate/acme",
+                "clientID": "acme-client",
+                "clientSecret": "acme-secret",
+            }
+        },
+    )
+    social = SocialOAuth2(app, provider_classes={"acme": MixedCaseProvider})
+    with app.app_context():
+        info = OAuth2Info(access_token="token", token_type="Bearer")
+        profile = social.provider("acme").retrieve_profile(info)
+    server.shutdown()
+    server.server_close()
+    assert profile.provider_key == "ada-1815"
+    assert profile.email == "ada@example.test"
+```
+
+A provider that needs what a built-in one does (an e-mail list, a token scheme, API headers,
+a quirk) states it as facts: subclass `BuiltinProvider` and set only the facts that differ
+from the defaults.
+
+```python
+from flask_social_oauth2 import SocialOAuth2
+from flask_social_oauth2.config.profile_fields import ProfileFields
+from flask_social_oauth2.providers import BuiltinProvider, ProviderFacts, Quirk
+from flask_social_oauth2.providers.facts import EmailList
+
+
+class ForgeProvider(BuiltinProvider):
+    \"\"\"Sign in with a self-hosted forge.\"\"\"
+
+    facts = ProviderFacts(
+        title="Forge",
+        profile_url="https://forge.example/api/v1/user",
+        profile=ProfileFields(provider_key="id", username="login", email="email"),
+        api_token_scheme="token",
+        email_list=EmailList(entries="", address="email", primary="primary", verified="verified"),
+        quirks=frozenset({Quirk.DESCRIPTIVE_USER_AGENT}),
+    )
+
+
+social = SocialOAuth2(provider_classes={"forge": ForgeProvider})
+```
 """
 
 

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-from typing import Final
+from typing import TYPE_CHECKING, Final, TypeAlias
 
 from ..config.profile_fields import ProfileFields
 from ..config.settings import OAuth2Info
-from .base import BuiltinProvider
+from .base import BuiltinProvider, provider_class
 from .facts import Param, PropertyRule, ProviderFacts
+from .hooks import HookedProvider, ProviderHooks
 
 #: The Graph API version of the built-in addresses.
 GRAPH_VERSION: Final = "v25.0"
@@ -64,19 +65,27 @@ def appsecret_proof(access_token: str, client_secret: str) -> str:
     return hmac.new(key, access_token.encode("utf-8"), hashlib.sha256).hexdigest()
 
 
-class FacebookProvider(BuiltinProvider):
-    """Sign in with Facebook; with ``customProperties.appsecretProof: "true"`` each call also
-    carries ``appsecret_proof``, which is bound to the token and reveals neither it nor the
-    secret."""
+class FacebookHooks(ProviderHooks):
+    """With ``customProperties.appsecretProof: "true"`` each call also carries
+    ``appsecret_proof``, which is bound to the token and reveals neither it nor the secret."""
 
     __slots__ = ()
 
-    facts = FACTS
-
-    def profile_query(self, info: OAuth2Info) -> dict[str, str]:
-        params = super().profile_query(info)
-        if self.settings.custom_properties.get("appsecretProof") == "true":
-            params["appsecret_proof"] = appsecret_proof(
-                info.access_token, self.settings.client_secret
-            )
+    def profile_query(
+        self, provider: HookedProvider, info: OAuth2Info, params: dict[str, str]
+    ) -> dict[str, str]:
+        if provider.settings.custom_properties.get("appsecretProof") == "true":
+            secret = provider.settings.client_secret
+            params["appsecret_proof"] = appsecret_proof(info.access_token, secret)
         return params
+
+
+if TYPE_CHECKING:  # for type checkers, the class is what it is: a BuiltinProvider
+    FacebookProvider: TypeAlias = BuiltinProvider
+else:
+    FacebookProvider = provider_class(
+        FACTS,
+        FacebookHooks(),
+        module=__name__,
+        doc="Sign in with Facebook; ``appsecret_proof`` when ``customProperties.appsecretProof``.",
+    )

@@ -16,10 +16,10 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Final, Literal
 
-from ..config.profile_fields import ProfileFields
+from ..config.profile_fields import OPENID_FIELDS, ProfileFields
 from ..config.settings import OAuth2Settings
 from ..urls import check_endpoint_url
-from .oauth2 import TokenAuthMethod
+from .client import TokenAuthMethod
 
 _EMPTY: Final[Mapping[str, str]] = MappingProxyType({})
 
@@ -154,20 +154,24 @@ class CallbackTokenServer:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ProviderFacts:
-    """One built-in provider, declaratively.
+    """One provider, declaratively: a built-in one, or a custom
+    :class:`~flask_social_oauth2.providers.BuiltinProvider` subclass's ``facts`` (which needs
+    only the fields that differ from the defaults).
 
     Endpoints with ``${VAR}`` (per-tenant providers) are what ``flask social init`` writes;
     at run time the block's own ``authorizationURL``/``accessTokenURL`` are used.
     """
 
-    #: The configuration block name that selects this provider, e.g. ``"github"``.
-    name: str
+    #: The configuration block name that selects this provider, e.g. ``"github"`` (empty for
+    #: a custom provider: the app names its class for a block).
+    name: str = ""
     #: The heading of its docs section, e.g. ``"GitHub"``.
-    title: str
+    title: str = ""
     #: The name of the provider's class (generated when :attr:`code` is ``False``).
-    class_name: str
-    authorization_url: str | None
-    token_url: str
+    class_name: str = ""
+    #: The endpoints ``flask social init`` writes (the block's own are used at run time).
+    authorization_url: str | None = None
+    token_url: str = ""
     #: The built-in profile address (``None``: derived, or from OpenID Connect discovery).
     profile_url: str | None = None
     #: ``(pattern, template)`` pairs tried in order on ``accessTokenURL`` (query, fragment
@@ -189,7 +193,7 @@ class ProviderFacts:
     client_auth: TokenAuthMethod = "client_secret_post"
     #: Whether the provider accepts a PKCE challenge (the flow always sends one).
     pkce: bool = True
-    profile: ProfileFields
+    profile: ProfileFields = OPENID_FIELDS
     profile_method: Literal["GET", "POST"] = "GET"
     #: A JSON body of the profile ``POST`` (Dropbox's RPC endpoints take ``null``).
     profile_json_body: str | None = None
@@ -240,7 +244,7 @@ class ProviderFacts:
     #: What that code does, as the docs table lists it.
     code_quirks: tuple[str, ...] = ()
     #: The paragraph(s) of docs/providers.md (Markdown), before the ready block.
-    docs: str
+    docs: str = ""
 
     @property
     def openid_connect(self) -> bool:

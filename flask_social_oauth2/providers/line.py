@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final, TypeAlias
 
 from ..config.profile_fields import ProfileFields, first_text
 from ..config.settings import OAuth2Info, SocialProfile
 from ..errors import IdTokenError
 from ..oidc.id_token import check_claims
 from ..web.state_cookie import PendingFlow
-from .base import BuiltinProvider
+from .base import BuiltinProvider, provider_class
 from .facts import ProviderFacts
+from .hooks import HookedProvider, ProviderHooks
 
 #: The one symmetric algorithm accepted, and only for LINE: its web login signs ID tokens
 #: with the channel secret, which only LINE and this client know.
@@ -61,55 +62,68 @@ def header_algorithm(id_token: str) -> str | None:
     return algorithm if isinstance(algorithm, str) else None
 
 
-class LineProvider(BuiltinProvider):
-    """Sign in with LINE: HS256 ID tokens verified with the channel secret; the e-mail
-    address from the verified ID token."""
+class LineHooks(ProviderHooks):
+    """HS256 ID tokens verified with the channel secret; the e-mail address from the verified
+    ID token."""
 
     __slots__ = ()
 
-    facts = FACTS
-
-    def verify_token(self, info: OAuth2Info, pending: PendingFlow | None) -> OAuth2Info:
+    def read_token_answer(
+        self, provider: HookedProvider, info: OAuth2Info, pending: PendingFlow | None
+    ) -> OAuth2Info | None:
         id_token = info.params.get("id_token")
         if (
-            self.issuer is None
-            or not self.uses_nonce()
+            provider.issuer is None
+            or not provider.uses_nonce()
             or not isinstance(id_token, str)
             or len(id_token) > _MAX_ID_TOKEN
             or header_algorithm(id_token) != CHANNEL_SECRET_ALGORITHM
         ):
-            return super().verify_token(info, pending)
-        claims = self.channel_secret_claims(id_token)
-        metadata = self.openid_metadata()
+            return None  # verified with LINE's published keys, as any OpenID Connect provider's
+        claims = channel_secret_claims(provider.name, provider.settings.client_secret, id_token)
+        metadata = provider.openid_metadata()
         assert metadata is not None
         nonce = pending.nonce if pending is not None else None
-        check_claims(self.name, self.settings, claims, metadata, nonce=nonce)
+        check_claims(provider.name, provider.settings, claims, metadata, nonce=nonce)
         return dataclasses.replace(info, id_token_claims=claims)
 
-    def channel_secret_claims(self, id_token: str) -> dict[str, Any]:
-        """The claims of an HS256 ID token whose signature the channel secret verifies.
-
-        :raises IdTokenError: when it does not.
-        """
-        from joserfc import jwt
-        from joserfc.errors import BadSignatureError, JoseError
-        from joserfc.jwk import OctKey
-
-        key = OctKey.import_key(self.settings.client_secret.encode("utf-8"))
-        try:
-            token = jwt.decode(id_token, key, algorithms=[CHANNEL_SECRET_ALGORITHM])
-        except BadSignatureError:
-            raise IdTokenError(self.name, "id_token signature is not valid") from None
-        except (JoseError, ValueError, TypeError) as error:
-            raise IdTokenError(
-                self.name, f"id_token could not be verified ({type(error).__name__})"
-            ) from None
-        return dict(token.claims)
-
-    def parse_profile(self, raw: Any, info: OAuth2Info) -> SocialProfile:
-        profile = super().parse_profile(raw, info)
+    def read_profile(
+        self, provider: HookedProvider, raw: Any, info: OAuth2Info, profile: SocialProfile
+    ) -> SocialProfile:
         claims = info.id_token_claims or {}
         email = first_text(claims, "email")
         if email is None:
             return profile
         return dataclasses.replace(profile, email=email, email_verified=None)
+
+
+def channel_secret_claims(provider: str, channel_secret: str, id_token: str) -> dict[str, Any]:
+    """The claims of an HS256 ID token whose signature the channel secret verifies.
+
+    :raises IdTokenError: when it does not.
+    """
+    from joserfc import jwt
+    from joserfc.errors import BadSignatureError, JoseError
+    from joserfc.jwk import OctKey
+
+    key = OctKey.import_key(channel_secret.encode("utf-8"))
+    try:
+        token = jwt.decode(id_token, key, algorithms=[CHANNEL_SECRET_ALGORITHM])
+    except BadSignatureError:
+        raise IdTokenError(provider, "id_token signature is not valid") from None
+    except (JoseError, ValueError, TypeError) as error:
+        raise IdTokenError(
+            provider, f"id_token could not be verified ({type(error).__name__})"
+        ) from None
+    return dict(token.claims)
+
+
+if TYPE_CHECKING:  # for type checkers, the class is what it is: a BuiltinProvider
+    LineProvider: TypeAlias = BuiltinProvider
+else:
+    LineProvider = provider_class(
+        FACTS,
+        LineHooks(),
+        module=__name__,
+        doc="Sign in with LINE: HS256 ID tokens verified with the channel secret.",
+    )

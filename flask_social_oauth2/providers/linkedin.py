@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final, TypeAlias
 
 from ..config.profile_fields import ProfileFields, as_text, first_text, lookup
 from ..config.settings import OAuth2Info, SocialProfile
-from .base import BuiltinProvider
+from .base import BuiltinProvider, provider_class
 from .facts import PropertyRule, ProviderFacts
+from .hooks import HookedProvider, ProviderHooks
 
 FACTS: Final = ProviderFacts(
     name="linkedin",
@@ -90,32 +91,43 @@ def largest_image(answer: Any) -> str | None:
     return None
 
 
-class LinkedInProvider(BuiltinProvider):
-    """Sign in with LinkedIn; reads the legacy member API's localized names and makes the
-    extra e-mail and photo calls that API needs (``customProperties.emailURL``/``photoURL``)."""
+class LinkedInHooks(ProviderHooks):
+    """Reads the legacy member API's localized names and makes the extra e-mail and photo
+    calls that API needs (``customProperties.emailURL``/``photoURL``)."""
 
     __slots__ = ()
 
-    facts = FACTS
-
-    def parse_profile(self, raw: Any, info: OAuth2Info) -> SocialProfile:
-        profile = super().parse_profile(raw, info)
+    def read_profile(
+        self, provider: HookedProvider, raw: Any, info: OAuth2Info, profile: SocialProfile
+    ) -> SocialProfile:
         first = profile.first_name or localized_name(raw, "firstName")
         last = profile.last_name or localized_name(raw, "lastName")
         if (first, last) != (profile.first_name, profile.last_name):
             profile = dataclasses.replace(profile, first_name=first, last_name=last)
         return profile
 
-    def retrieve_profile(self, info: OAuth2Info) -> SocialProfile:
-        profile = super().retrieve_profile(info)
-        properties = self.settings.custom_properties
+    def complete_profile(
+        self, provider: HookedProvider, info: OAuth2Info, profile: SocialProfile
+    ) -> SocialProfile:
+        properties = provider.settings.custom_properties
         email_url = properties.get("emailURL")
         if profile.email is None and email_url:
-            answer = self.optional_json(email_url, info, "e-mail request")
+            answer = provider.optional_json(email_url, info, "e-mail request")
             email = first_text(answer, "elements.0.handle~.emailAddress")
             profile = dataclasses.replace(profile, email=email, email_verified=None)
         photo_url = properties.get("photoURL")
         if profile.avatar_url is None and photo_url:
-            answer = self.optional_json(photo_url, info, "photo request")
+            answer = provider.optional_json(photo_url, info, "photo request")
             profile = dataclasses.replace(profile, avatar_url=largest_image(answer))
         return profile
+
+
+if TYPE_CHECKING:  # for type checkers, the class is what it is: a BuiltinProvider
+    LinkedInProvider: TypeAlias = BuiltinProvider
+else:
+    LinkedInProvider = provider_class(
+        FACTS,
+        LinkedInHooks(),
+        module=__name__,
+        doc="Sign in with LinkedIn, also on the legacy member API (localized names, extra calls).",
+    )

@@ -2,36 +2,38 @@
 
 :class:`OAuth2Provider` implements :class:`SocialProvider` (the interface the specification
 names): it runs the flow (the steps are in :mod:`flask_social_oauth2.web.sign_in`) and reads a
-profile, on :class:`~flask_social_oauth2.providers.client.ProviderClient` (how the block reaches
-its server: checks, discovery, client authentication, DPoP, the requests). Built-in providers
-(``flask_social_oauth2.providers``) subclass it through one shared class driven by each
-provider's declarative facts.
+profile. It is made of parts rather than a tower: its facts (the class attributes below, or a
+built-in's :class:`~flask_social_oauth2.providers.facts.ProviderFacts`), one
+:class:`~flask_social_oauth2.providers.hooks.ProviderHooks` object where the provider truly
+differs, and a :class:`~flask_social_oauth2.providers.client.ProviderClient` it holds (how the
+block reaches its server).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import logging
-from collections.abc import Mapping, Sequence
+import re
+from collections.abc import Callable, Mapping
 from typing import Any, ClassVar, Final
-from urllib.parse import urlencode, urlsplit
+from urllib.parse import urlsplit
 
 from flask import Response, request
 
 from ..config.profile_fields import OPENID_FIELDS, ProfileFields
 from ..config.settings import OAuth2Info, OAuth2Settings, SocialProfile
-from ..errors import AuthenticationError, ConfigurationProblem, ProfileRetrievalError, StateError
-from ..oauth import dpop, flow, par, revocation
+from ..errors import AuthenticationError, ConfigurationProblem, ProfileRetrievalError
+from ..oauth import client_auth, flow
 from ..oauth.dpop import DPoPKey
 from ..oauth.provider_response import ProviderResponse
-from ..oidc import id_token
+from ..oidc import discovery
 from ..runtime import current_runtime
 from ..web import form_post, sign_in
 from ..web.provider import SocialProvider
-from ..web.redirects import resolve_redirect_uri
 from ..web.start_confirmation import StartConfirmation
 from ..web.state_cookie import PendingFlow
-from .client import ProviderClient, TokenAuthMethod
+from . import profile_reading, token_requests
+from .client import DPOP_KEY, BodyWith, ProviderClient, TokenAuthMethod
+from .hooks import PLAIN, ProviderHooks
 
 __all__ = ["OAuth2Provider", "SocialProvider", "TokenAuthMethod"]
 
@@ -39,48 +41,234 @@ logger = logging.getLogger("flask_social_oauth2")
 
 #: CSP sources of loopback servers, for providers that allow them in development.
 _LOOPBACK_ORIGINS: Final = ("http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*")
+_NO_CONTEXT: Final[Mapping[str, str]] = {}
 
 
-class OAuth2Provider(ProviderClient):
+class OAuth2Provider(SocialProvider):
     """The OAuth 2.0 authorization code flow with PKCE, and a profile read from ``apiURL``.
 
     Used as it is for any block whose name is not a built-in provider: its profile is read with
-    the OpenID Connect claim names. Subclasses set the class attributes below and override the
-    hooks only for a provider's real quirks.
+    the OpenID Connect claim names. A custom provider sets the class attributes below (its
+    facts) and, where it truly differs, :attr:`hooks`.
     """
 
-    __slots__ = ()
+    __slots__ = ("_client", "_context")
 
+    #: The profile address used when the block has no ``apiURL``.
+    default_api_url: ClassVar[str | None] = None
+    #: How the client authenticates at the token endpoint unless ``customProperties`` says
+    #: otherwise (``tokenEndpointAuthMethod``).
+    default_token_auth_method: ClassVar[TokenAuthMethod] = "client_secret_post"
+    #: Whether the provider speaks OpenID Connect: when the scope asks for ``openid``, its
+    #: discovery document is read from :meth:`default_issuer_for` and its ID tokens verified,
+    #: as for a block with ``customProperties.issuer`` (see
+    #: :mod:`flask_social_oauth2.oidc.discovery`).
+    openid_connect: ClassVar[bool] = False
+    #: The issuer of an OpenID Connect provider with one fixed issuer.
+    default_issuer: ClassVar[str | None] = None
+    #: ``(pattern, template)`` for a per-tenant OpenID Connect provider: the issuer is
+    #: ``re.fullmatch(pattern, accessTokenURL).expand(template)``.
+    issuer_from_token_url: ClassVar[tuple[str, str] | None] = None
     #: Where the profile's fields are found in the profile JSON.
     profile_fields: ClassVar[ProfileFields] = OPENID_FIELDS
     #: ``iss`` values the provider's ID tokens may carry besides its issuer.
     extra_id_token_issuers: ClassVar[frozenset[str]] = frozenset()
-    #: Whether the provider's callback is always a form ``POST`` (``response_mode=form_post``,
-    #: as Apple's), whatever the settings say; other blocks choose it with
-    #: ``customProperties.responseMode`` (see :meth:`uses_form_post`).
-    form_post_callback: ClassVar[bool] = False
     #: The base of relative API URLs after sign-in (``customProperties.apiBaseURL`` overrides).
     default_api_base: ClassVar[str | None] = None
-    #: Whether relative API URLs are joined to each identity's own server
-    #: (:meth:`api_base_for` reads it from the identity's token), as Bluesky's PDS.
-    api_base_per_identity: ClassVar[bool] = False
     #: The RFC 7009 revocation endpoint (``customProperties.revocationURL`` overrides).
     default_revocation_url: ClassVar[str | None] = None
+    #: Where the provider differs from the generic flow (see
+    #: :mod:`flask_social_oauth2.providers.hooks`); the default differs nowhere.
+    hooks: ClassVar[ProviderHooks] = PLAIN
+
+    def __init__(self, name: str, settings: OAuth2Settings) -> None:
+        super().__init__(name, self.hooks.prepare_settings(settings))
+        self._context: Mapping[str, str] = _NO_CONTEXT
+        self._client: ProviderClient | None = None  # made at first use, from checked settings
+
+    def _make_client(self) -> ProviderClient:
+        settings = self.settings
+        return ProviderClient(
+            self.name,
+            settings,
+            issuer=self._context.get("issuer") or self.issuer_for(settings),
+            token_auth_method=self.default_token_auth_method,
+            token_headers=self.token_request_headers(),
+            discovery=self.hooks.uses_discovery(),
+            form_of=self.token_body_form(),
+        )
+
+    @property
+    def client(self) -> ProviderClient:
+        """How the block reaches its server (discovery, client authentication, requests)."""
+        if self._client is None:
+            self._client = self._make_client()
+        return self._client
+
+    @property
+    def context(self) -> Mapping[str, str]:
+        """What the flow (or token) this copy is bound to named (see :meth:`flow_context`)."""
+        return self._context
+
+    @property
+    def cancel_errors(self) -> frozenset[str]:
+        """The callback's ``error`` codes that mean the user cancelled."""
+        return self.hooks.cancel_errors
+
+    @property
+    def api_base_per_identity(self) -> bool:
+        """Whether relative API URLs are joined to each identity's own server."""
+        return self.hooks.api_base_per_identity
+
+    # -- configuration ---------------------------------------------------------------------
 
     @classmethod
     def settings_problems(cls, settings: OAuth2Settings) -> list[ConfigurationProblem]:
-        problems = super().settings_problems(settings)
-        problems.extend(form_post.settings_problems(settings, always=cls.form_post_callback))
-        return problems
+        settings = cls.hooks.prepare_settings(settings)
+        issuer = cls.issuer_for(settings)
+        has_profile = settings.api_url is not None or cls.default_profile_url_for(settings)
+        problems = token_requests.block_problems(
+            settings,
+            issuer=issuer,
+            has_profile=bool(has_profile) or issuer is not None,
+            form_post_always=cls.hooks.form_post_callback,
+        )
+        return cls.hooks.settings_problems(settings, problems)
+
+    @classmethod
+    def default_profile_url_for(cls, settings: OAuth2Settings) -> str | None:
+        """The built-in profile address for ``settings``; tenant-based providers derive it
+        from the host of ``accessTokenURL``."""
+        return cls.default_api_url
+
+    @classmethod
+    def default_issuer_for(cls, settings: OAuth2Settings) -> str | None:
+        """The built-in issuer for ``settings`` (:attr:`openid_connect` providers only):
+        derived from ``accessTokenURL`` with :attr:`issuer_from_token_url`, else
+        :attr:`default_issuer`."""
+        if not cls.openid_connect:
+            return None
+        if cls.issuer_from_token_url is not None:
+            pattern, template = cls.issuer_from_token_url
+            match = re.fullmatch(pattern, settings.access_token_url)
+            return match.expand(template) if match else None
+        return cls.default_issuer
+
+    @classmethod
+    def issuer_for(cls, settings: OAuth2Settings) -> str | None:
+        """The OpenID Connect issuer of ``settings``: ``customProperties.issuer`` (or the one
+        ``customProperties.discoveryURL`` implies); else, when the scope asks for ``openid``,
+        :meth:`default_issuer_for`; ``None`` when the provider is used as plain OAuth 2.0."""
+        issuer = discovery.configured_issuer(settings)
+        if issuer is None and "openid" in (settings.scope or "").split():
+            issuer = cls.default_issuer_for(settings)
+        return cls.hooks.issuer(settings, issuer)
+
+    @property
+    def profile_url(self) -> str | None:
+        """``apiURL`` if set, else the provider's built-in profile address."""
+        return self.settings.api_url or self.default_profile_url_for(self.settings)
+
+    @property
+    def token_auth_method(self) -> TokenAuthMethod:
+        """How the client authenticates at the token, PAR and revocation endpoints:
+        ``customProperties.tokenEndpointAuthMethod``, else the provider's default."""
+        return self.client.token_auth_method
+
+    def client_credentials(self, url: str) -> client_auth.ClientCredentials:
+        """The client authentication of one request to ``url``, made now."""
+        return self.client.client_credentials(url, self.token_request_settings())
+
+    def token_request_settings(self) -> OAuth2Settings:
+        """The settings the token and refresh requests are built from:
+        :attr:`~flask_social_oauth2.SocialProvider.settings`, or a copy whose ``clientSecret``
+        is what the provider wants sent (Apple: a signed JWT)."""
+        return self.hooks.token_request_settings(self) or self.settings
+
+    def token_request_headers(self) -> Mapping[str, str]:
+        """Extra headers for the token request (e.g. a User-Agent a provider demands)."""
+        return {}
+
+    def token_body_form(self) -> Callable[[str], str] | None:
+        """What makes the form body of every token endpoint request as sent (e.g. JSON), or
+        ``None``: as it is."""
+        return None
+
+    def uses_dpop(self) -> bool:
+        """Whether the provider's tokens are bound to a key of the sign-in (DPoP, RFC 9449):
+        ``customProperties.dpop`` is ``"true"``."""
+        chosen = self.hooks.uses_dpop(self.settings)
+        if chosen is not None:
+            return chosen
+        return self.settings.custom_properties.get(DPOP_KEY, "false") == "true"
+
+    def uses_nonce(self) -> bool:
+        """Whether the flow sends an OpenID Connect nonce: when the scope asks for ``openid``."""
+        chosen = self.hooks.uses_nonce(self.settings)
+        if chosen is not None:
+            return chosen
+        return "openid" in (self.settings.scope or "").split()
 
     def uses_form_post(self) -> bool:
         """Whether the provider's callback is a form ``POST`` (``response_mode=form_post``),
         which :meth:`authenticate` reads, answering the provider's cross-site ``POST`` with one
-        same-origin hop (``flask_social_oauth2.web.form_post``): always for a class with
-        :attr:`form_post_callback`, else when ``customProperties.responseMode`` (or the
-        ``response_mode`` of ``authorizationParams``) is ``form_post``. Otherwise a ``POST`` to
-        the route is a client-side framework's JSON."""
-        return self.form_post_callback or form_post.is_form_post(self.settings)
+        same-origin hop (``flask_social_oauth2.web.form_post``): always for a provider whose
+        hooks say ``form_post_callback``, else when ``customProperties.responseMode`` (or
+        the ``response_mode`` of ``authorizationParams``) is ``form_post``. Otherwise a
+        ``POST`` to the route is a client-side framework's JSON."""
+        return self.hooks.form_post_callback or form_post.is_form_post(self.settings)
+
+    # -- OpenID Connect and requests, through the client -----------------------------------
+
+    @property
+    def issuer(self) -> str | None:
+        """The provider's OpenID Connect issuer (see :meth:`issuer_for`), or ``None``."""
+        return self.client.issuer
+
+    def openid_metadata(self) -> discovery.ProviderMetadata | None:
+        """The provider's discovery document, or ``None`` (see :attr:`client`)."""
+        return self.client.openid_metadata()
+
+    def openid_source(self) -> discovery.Source:
+        """How discovery and ID token checks reach the provider's documents."""
+        return self.client.openid_source()
+
+    def authorization_endpoint(self) -> str | None:
+        """``authorizationURL``, else the discovered ``authorization_endpoint``."""
+        if self.settings.authorization_url is not None:
+            return self.settings.authorization_url
+        metadata = self.openid_metadata()
+        return None if metadata is None else metadata.authorization_endpoint
+
+    def request_json(self, method: str, url: str, info: OAuth2Info | None, **kw: Any) -> Any:
+        """A JSON request to the provider's API (see :meth:`ProviderClient.request_json
+        <.client.ProviderClient.request_json>`)."""
+        return self.client.request_json(method, url, info, **kw)
+
+    def request_answer(
+        self, method: str, url: str, info: OAuth2Info | None, **kw: Any
+    ) -> ProviderResponse:
+        """The answer of a request to the provider's API, whatever its status (see
+        :meth:`ProviderClient.request_answer <.client.ProviderClient.request_answer>`)."""
+        return self.client.request_answer(method, url, info, **kw)
+
+    def optional_json(
+        self, url: str, info: OAuth2Info, step: str, headers: Mapping[str, str] | None = None
+    ) -> Any:
+        """A ``GET`` for an optional part of the profile: the JSON, or ``None`` when the
+        request fails, so that the sign-in goes on without that field."""
+        try:
+            return self.request_json("GET", url, info, headers=headers, step=step)
+        except ProfileRetrievalError as error:
+            logger.info("%s: %s skipped: %s", self.name, step, error)
+            return None
+
+    def post_to_token_endpoint(
+        self, step: str, body: BodyWith, url: str, *, dpop_key: DPoPKey | None = None
+    ) -> ProviderResponse:
+        return self.client.post_to_token_endpoint(
+            url, body, step=step, settings=self.token_request_settings(), dpop_key=dpop_key
+        )
 
     # -- the flow ----------------------------------------------------------------------------
 
@@ -99,44 +287,13 @@ class OAuth2Provider(ProviderClient):
         :raises ConfigurationError: for ``pushedAuthorization: required`` when the provider's
             metadata names no endpoint.
         """
-        assert pending.verifier is not None
-        endpoint = self.authorization_endpoint()  # configured, or discovered
-        assert endpoint is not None
-        push_to = par.endpoint(self.name, self.settings, self.openid_metadata)
-        mode = form_post.request_params(self.settings)
-        if push_to is None:
-            # without a push, the key is named in the request (RFC 9449 10)
-            bound = () if dpop_key is None else (("dpop_jkt", dpop_key.thumbprint),)
-            return flow.authorization_url(
-                self.settings,
-                endpoint=endpoint,
-                redirect_uri=pending.redirect_uri,
-                state=pending.state,
-                verifier=pending.verifier,
-                nonce=pending.nonce,
-                extra=(*mode, *bound),
-            )
-        params = flow.authorization_params(
-            self.settings,
-            redirect_uri=pending.redirect_uri,
-            state=pending.state,
-            verifier=pending.verifier,
-            nonce=pending.nonce,
-            extra=mode,
-        )
-
-        def body(client_fields: Sequence[tuple[str, str]]) -> str:
-            return urlencode([*params, *client_fields])
-
-        answer = self._post_to_token_endpoint(par.STEP, body, push_to, dpop_key=dpop_key)
-        request_uri = par.read_answer(self.name, answer)
-        return par.browser_url(endpoint, self.settings.client_id, request_uri)
+        return token_requests.authorization_url(self, pending, dpop_key)
 
     def flow_context(self) -> tuple[tuple[str, str], ...]:
         """What a flow starting now is bound to besides the settings (kept in the state
         cookie, see ``PendingFlow.context``): nothing, unless a provider (Bluesky) resolves
         the account's server first. Needs a request context."""
-        return ()
+        return self.hooks.flow_context(self)
 
     @property
     def title(self) -> str:
@@ -160,32 +317,47 @@ class OAuth2Provider(ProviderClient):
     def for_flow(self, pending: PendingFlow) -> OAuth2Provider:
         """The provider as the flow ``pending`` uses it: itself, unless the provider bound the
         flow to a server of its own (see :meth:`flow_context`)."""
-        return self
+        return self.bound_to(dict(pending.context), pending.redirect_uri)
+
+    def bound_to(self, context: Mapping[str, str], redirect_uri: str) -> OAuth2Provider:
+        """A copy bound to the server ``context`` names (a flow's, or a token's); itself when
+        ``context`` is empty."""
+        if not context:
+            return self
+        settings, context = self.hooks.bound_settings(self.settings, context, redirect_uri)
+        copy = type(self)(self.name, settings)
+        copy._context = context
+        return copy
+
+    def for_token(self, info: OAuth2Info) -> OAuth2Provider:
+        """The provider as a refresh or revocation of ``info`` uses it: itself, unless the
+        token was issued by a server of its own (see :meth:`flow_context`)."""
+        if self._context:
+            return self
+        context = self.hooks.token_context(info)
+        return self if context is None else self.bound_to(context, "")
 
     def api_base_for(self, info: OAuth2Info | None) -> str | None:
         """The base of relative API URLs for the identity whose token is ``info``:
         :attr:`default_api_base`, unless the provider's API lives on each user's own server."""
+        if self.hooks.api_base_per_identity:
+            return self.hooks.api_base_for(self, info)
         return self.default_api_base
 
     def client_metadata(self) -> dict[str, Any] | None:
         """The OAuth client metadata document the extension serves for this block at
         ``<url rule>/client-metadata.json``, for a provider that fetches it from the client
         ID (the AT Protocol's published clients); ``None`` (404) for most."""
-        return None
+        return self.hooks.client_metadata(self)
 
     def check_issuer(self, issuer: str | None) -> None:
         """RFC 9207: where the provider names itself in the callback (``iss``), it must be the
         expected issuer (:attr:`~.client.ProviderClient.issuer`); where its discovery
         document announces ``authorization_response_iss_parameter_supported``, ``iss`` is
         required."""
-        expected = self.issuer
-        if expected is None:
+        if self.hooks.check_issuer(self, issuer):
             return
-        if issuer is not None and issuer != expected:
-            raise StateError(self.name, "callback's iss is another issuer (mix-up refused)")
-        metadata = self.openid_metadata() if issuer is None else None
-        if metadata is not None and metadata.iss_parameter_supported:
-            raise StateError(self.name, "callback lacks the iss its provider announces")
+        token_requests.check_issuer(self, issuer)
 
     def verify_token(self, info: OAuth2Info, pending: PendingFlow | None) -> OAuth2Info:
         """Check the token response against the flow it ends.
@@ -197,18 +369,21 @@ class OAuth2Provider(ProviderClient):
 
         :raises IdTokenError: when the ID token is missing or fails a check.
         """
-        issuer = self.issuer
-        if issuer is None or not self.uses_nonce():
-            return info
-        nonce = pending.nonce if pending is not None else None
-        return id_token.verify_token_response(
-            self.openid_source(),
-            self.settings,
-            info,
-            issuer,
-            nonce=nonce,
-            extra_issuers=self.extra_id_token_issuers,
-        )
+        if not self.hooks.revokes_refused_tokens:
+            return token_requests.verified_token(self, info, pending)
+        try:
+            return token_requests.verified_token(self, info, pending)
+        except AuthenticationError:
+            self.drop(info)
+            raise
+
+    def drop(self, info: OAuth2Info) -> None:
+        """Revoke tokens the sign-in drops, where the provider can; a failure is logged (no
+        secret) and changes nothing else."""
+        try:
+            self.revoke(info)
+        except AuthenticationError as error:
+            logger.warning("%s: the dropped token could not be revoked: %s", self.name, error)
 
     def exchange_code(
         self,
@@ -222,27 +397,18 @@ class OAuth2Provider(ProviderClient):
 
         :raises UnexpectedResponseError: when the provider fails or answers no valid token.
         """
-        settings = self.token_request_settings()
-
-        def body(client_fields: Sequence[tuple[str, str]]) -> str:
-            return flow.token_request_body(
-                settings,
-                code=code,
-                redirect_uri=redirect_uri,
-                verifier=verifier,
-                client_fields=client_fields,
-            )
-
-        response = self._post_to_token_endpoint("token request", body, dpop_key=dpop_key)
-        if dpop_key is None:
-            return self.received_token(self.parse_token_response(response))
-        info = flow.parse_token_response(self.name, response, dpop=True)
-        return self.received_token(dataclasses.replace(info, dpop_key=dpop_key.export()))
+        return token_requests.exchange_code(
+            self, code, redirect_uri=redirect_uri, verifier=verifier, dpop_key=dpop_key
+        )
 
     def received_token(self, info: OAuth2Info) -> OAuth2Info:
         """The answer of the code exchange as the sign-in keeps it: ``info``, unless a provider
         adds what its later requests need (e.g. the data centre or device the callback named)."""
-        return info
+        return self.hooks.received_token(self, info)
+
+    def code_exchange_url(self) -> str:
+        """Where the code exchange goes: ``accessTokenURL``, unless another server is named."""
+        return self.hooks.token_endpoint(self) or self.settings.access_token_url
 
     def parse_token_response(self, response: ProviderResponse) -> OAuth2Info:
         """Read the token endpoint's answer."""
@@ -263,45 +429,7 @@ class OAuth2Provider(ProviderClient):
         :raises UnexpectedResponseError: when the provider fails or refuses (e.g. ``invalid_grant``
             for a revoked or expired refresh token: the user must sign in again).
         """
-        if not info.refresh_token:
-            raise AuthenticationError(
-                self.name,
-                "cannot refresh: the token has no refresh_token (the provider issued none;"
-                " some issue one only for an 'offline_access' scope or parameter)",
-            )
-        settings, refresh_token = self.token_request_settings(), info.refresh_token
-
-        def body(client_fields: Sequence[tuple[str, str]]) -> str:
-            return flow.refresh_request_body(
-                settings, refresh_token=refresh_token, scope=scope, client_fields=client_fields
-            )
-
-        key = None if info.dpop_key is None else dpop.DPoPKey.load(info.dpop_key)
-        response = self._post_to_token_endpoint("refresh request", body, dpop_key=key)
-        if key is None:
-            renewed = flow.parse_token_response(self.name, response, "refresh request")
-        else:
-            renewed = flow.parse_token_response(self.name, response, "refresh request", dpop=True)
-            renewed = dataclasses.replace(renewed, dpop_key=info.dpop_key)
-        if renewed.refresh_token is None:
-            renewed = dataclasses.replace(renewed, refresh_token=info.refresh_token)
-        issuer = self.issuer
-        if issuer is not None and renewed.params.get("id_token") is not None:
-            subject = info.id_token_claims.get("sub") if info.id_token_claims else None
-            renewed = id_token.verify_token_response(
-                self.openid_source(),
-                self.settings,
-                renewed,
-                issuer,
-                nonce=None,
-                required=False,
-                subject=subject,
-                extra_issuers=self.extra_id_token_issuers,
-            )
-        elif info.id_token_claims is not None:
-            renewed = dataclasses.replace(renewed, id_token_claims=info.id_token_claims)
-        logger.info("%s: token refreshed", self.name)
-        return renewed
+        return token_requests.refresh(self, info, scope)
 
     def revoke(self, info: OAuth2Info) -> bool:
         """Revoke ``info`` at the provider (RFC 7009): its refresh token when it has one, else
@@ -312,19 +440,7 @@ class OAuth2Provider(ProviderClient):
         :return: ``False`` (and nothing sent) when the provider has no revocation endpoint.
         :raises UnexpectedResponseError: when the provider fails (502; a timeout is 504).
         """
-        url = revocation.endpoint(self.settings, self.built_in_revocation_url(), self._discovered)
-        if url is None:
-            return False
-        settings = self.token_request_settings()
-
-        def body(client_fields: Sequence[tuple[str, str]]) -> str:
-            return revocation.request_body(settings, info, client_fields)
-
-        key = None if info.dpop_key is None else dpop.DPoPKey.load(info.dpop_key)
-        response = self._post_to_token_endpoint(revocation.STEP, body, url, dpop_key=key)
-        revocation.check_answer(self.name, response)
-        logger.info("%s: token revoked", self.name)
-        return True
+        return token_requests.revoke(self, info)
 
     def logout_url(
         self, post_logout_redirect_uri: str | None = None, *, state: str | None = None
@@ -345,66 +461,31 @@ class OAuth2Provider(ProviderClient):
 
         :return: ``None`` when the provider has no such endpoint.
         """
-        configured = self.settings.custom_properties.get(revocation.END_SESSION_URL_KEY)
-        if configured is None:
-            metadata = self.openid_metadata()
-            configured = None if metadata is None else metadata.end_session_endpoint
-        if configured is None:
-            return None
-        params = [("client_id", self.settings.client_id)]
-        if post_logout_redirect_uri is not None:
-            params.append(
-                ("post_logout_redirect_uri", resolve_redirect_uri(post_logout_redirect_uri))
-            )
-        if state is not None:
-            params.append(("state", state))
-        from oauthlib.common import add_params_to_uri
-
-        return str(add_params_to_uri(configured, params))
+        return token_requests.logout_url(self, post_logout_redirect_uri, state)
 
     def built_in_revocation_url(self) -> str | None:
         """The provider's own revocation endpoint for these settings: by default
         :attr:`default_revocation_url`."""
-        return self.default_revocation_url
-
-    def _discovered(self) -> str | None:
-        metadata = self.openid_metadata()
-        return None if metadata is None else metadata.revocation_endpoint
+        return self.hooks.revocation_url(self, self.default_revocation_url)
 
     # -- the profile -------------------------------------------------------------------------
 
     def retrieve_profile(self, info: OAuth2Info) -> SocialProfile:
-        raw = self.fetch_profile(info)
-        claims = info.id_token_claims
-        if (
-            claims is not None
-            and isinstance(raw, Mapping)
-            and "sub" in raw
-            and raw is not claims
-            and raw["sub"] != claims.get("sub")
-        ):  # OpenID Connect Core 5.3.2: userinfo of another user must not be used
-            raise ProfileRetrievalError(self.name, "profile's sub is not the ID token's sub")
-        profile = self.parse_profile(raw, info)
-        logger.info("%s: profile retrieved", self.name)
+        return profile_reading.retrieve(self, info)
+
+    def complete_profile(self, info: OAuth2Info, profile: SocialProfile) -> SocialProfile:
+        """The profile after the further calls the provider's facts name (e.g. a list of
+        e-mail addresses); ``profile`` for the generic provider."""
         return profile
 
     def fetch_profile(self, info: OAuth2Info) -> Mapping[str, Any]:
         """The profile JSON: by default a GET of
-        :attr:`~.client.ProviderClient.profile_url` with the bearer token.
+        :attr:`profile_url` with the bearer token.
 
         Without one, an OpenID Connect provider's discovered ``userinfo_endpoint`` is used, and
         without that the verified ID token's claims (``OAuth2Info.id_token_claims``).
         """
-        url = self.profile_url
-        if url is None and self.issuer is not None:
-            metadata = self.openid_metadata()
-            url = None if metadata is None else metadata.userinfo_endpoint
-            if url is None and info.id_token_claims is not None:
-                return info.id_token_claims
-        if url is None:
-            raise ProfileRetrievalError(self.name, "no profile address (apiURL) is configured")
-        raw: Mapping[str, Any] = self.request_json("GET", url, info)
-        return raw
+        return profile_reading.fetch(self, info)
 
     def parse_profile(self, raw: Any, info: OAuth2Info) -> SocialProfile:
         """Map the profile JSON onto :class:`SocialProfile` with :attr:`profile_fields`.

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
 import dataclasses
 import re
-from collections.abc import Iterator, Mapping
-from typing import Any, Final
-from urllib.parse import parse_qsl, urlencode, urlsplit
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Final, TypeAlias
+from urllib.parse import urlsplit
 
 from flask import has_request_context, request
 
@@ -16,8 +14,9 @@ from ..config.profile_fields import ProfileFields, first_text
 from ..config.settings import OAuth2Info, SocialProfile
 from ..errors import InvalidCallbackError, ProfileRetrievalError
 from ..oauth.flow import safe_error_code
-from .base import BuiltinProvider
+from .base import BuiltinProvider, provider_class
 from .facts import Param, PropertyRule, ProviderFacts, Quirk
+from .hooks import HookedProvider, ProviderHooks
 
 #: The VK API version sent when ``customProperties.apiVersion`` is not set.
 DEFAULT_API_VERSION: Final = "5.199"
@@ -29,11 +28,6 @@ VK_ID_USER_INFO: Final = "/oauth2/user_info"
 DEVICE_ID: Final = "device_id"
 #: What a ``device_id`` may look like: URL-safe characters, at most 256 of them.
 _DEVICE_ID: Final = re.compile(r"[A-Za-z0-9._~-]{1,256}")
-#: The ``device_id`` of the refresh in progress (per call, never on the provider).
-_REFRESHING_DEVICE: Final[contextvars.ContextVar[str | None]] = contextvars.ContextVar(
-    "vk_refreshing_device", default=None
-)
-
 FACTS: Final = ProviderFacts(
     name="vk",
     title="VK",
@@ -92,82 +86,87 @@ The legacy API's scopes are separated by commas.
 )
 
 
-class VKProvider(BuiltinProvider):
-    """Sign in with VK: ``users.get`` (legacy API) or VK ID's ``user_info``; the token goes in
-    the form body, and the profile must be the user the token answer names."""
+def callback_device_id(provider: str) -> str | None:
+    """The ``device_id`` of VK ID's callback, or ``None`` (the legacy API sends none).
+
+    :raises InvalidCallbackError: for a malformed one (400), before anything is sent.
+    """
+    if not has_request_context():
+        return None
+    named = request.args.get(DEVICE_ID) or request.form.get(DEVICE_ID)
+    if not named:
+        return None
+    if not _DEVICE_ID.fullmatch(named):
+        raise InvalidCallbackError(provider, f"callback's {DEVICE_ID!r} is malformed")
+    return named
+
+
+def _kept_device(info: OAuth2Info) -> str | None:
+    device = info.params.get(DEVICE_ID)
+    return device if isinstance(device, str) and _DEVICE_ID.fullmatch(device) else None
+
+
+class VKHooks(ProviderHooks):
+    """``users.get`` (legacy API) or VK ID's ``user_info``; the token goes in the form body,
+    and the profile must be the user the token answer names. VK ID's callback names a device,
+    which the code exchange and every refresh send."""
 
     __slots__ = ()
 
-    facts = FACTS
-
-    def profile_form(self, info: OAuth2Info) -> dict[str, str]:
-        url = self.profile_url or ""
+    def profile_form(
+        self, provider: HookedProvider, info: OAuth2Info, form: dict[str, str]
+    ) -> dict[str, str]:
+        url = provider.profile_url or ""
         if urlsplit(url).path.rstrip("/").endswith(VK_ID_USER_INFO):
-            return {"client_id": self.settings.client_id, "access_token": info.access_token}
-        return super().profile_form(info)
+            return {"client_id": provider.settings.client_id, "access_token": info.access_token}
+        return form
 
-    def callback_device_id(self) -> str | None:
-        """The ``device_id`` of VK ID's callback, or ``None`` (the legacy API sends none).
+    def exchange_fields(self, provider: HookedProvider) -> tuple[tuple[str, str], ...]:
+        device = callback_device_id(provider.name)
+        if device is None:
+            return ()
+        # VK ID: its token request names the device and the state
+        state = request.args.get("state") or request.form.get("state")
+        return ((DEVICE_ID, device), *((("state", state),) if state else ()))
 
-        :raises InvalidCallbackError: for a malformed one (400), before anything is sent.
-        """
-        if not has_request_context():
-            return None
-        named = request.args.get(DEVICE_ID) or request.form.get(DEVICE_ID)
-        if not named:
-            return None
-        if not _DEVICE_ID.fullmatch(named):
-            raise InvalidCallbackError(self.name, f"callback's {DEVICE_ID!r} is malformed")
-        return named
-
-    def received_token(self, info: OAuth2Info) -> OAuth2Info:
-        device = self.callback_device_id()
-        info = super().received_token(info)
+    def received_token(self, provider: HookedProvider, info: OAuth2Info) -> OAuth2Info:
+        device = callback_device_id(provider.name)
         if device is None:
             return info
         return dataclasses.replace(info, params={**info.params, DEVICE_ID: device})
 
-    def refresh(self, info: OAuth2Info, *, scope: str | None = None) -> OAuth2Info:
-        device = info.params.get(DEVICE_ID)
-        if not isinstance(device, str) or not _DEVICE_ID.fullmatch(device):
-            return super().refresh(info, scope=scope)
-        with _refreshing(device):
-            renewed = super().refresh(info, scope=scope)
+    def refresh_fields(self, info: OAuth2Info) -> tuple[tuple[str, str], ...]:
+        device = _kept_device(info)
+        return () if device is None else ((DEVICE_ID, device),)
+
+    def refreshed(
+        self, provider: HookedProvider, info: OAuth2Info, renewed: OAuth2Info
+    ) -> OAuth2Info:
+        device = _kept_device(info)
+        if device is None:
+            return renewed
         return dataclasses.replace(renewed, params={**renewed.params, DEVICE_ID: device})
 
-    def finish_token_body(self, step: str, body: str) -> str:
-        added: list[tuple[str, str]] = []
-        if step == "token request":
-            device = self.callback_device_id()
-            if device is not None:  # VK ID: its token request names the device and state
-                added.append((DEVICE_ID, device))
-                state = request.args.get("state") or request.form.get("state")
-                if state:
-                    added.append(("state", state))
-        elif step == "refresh request":
-            device = _REFRESHING_DEVICE.get()
-            if device is not None:
-                added.append((DEVICE_ID, device))
-        if added:
-            body = urlencode([*parse_qsl(body), *added])
-        return super().finish_token_body(step, body)
-
-    def parse_profile(self, raw: Any, info: OAuth2Info) -> SocialProfile:
+    def check_profile_answer(self, provider: HookedProvider, raw: Any) -> None:
         if isinstance(raw, Mapping) and isinstance(raw.get("error"), str):  # VK ID's errors
             code = safe_error_code(raw["error"])
-            raise ProfileRetrievalError(self.name, f"profile request failed: VK error {code!r}")
-        profile = super().parse_profile(raw, info)
+            raise ProfileRetrievalError(provider.name, f"profile request failed: VK error {code!r}")
+
+    def read_profile(
+        self, provider: HookedProvider, raw: Any, info: OAuth2Info, profile: SocialProfile
+    ) -> SocialProfile:
         expected = first_text(info.params, "user_id")
         if expected is not None and expected != profile.provider_key:
-            raise ProfileRetrievalError(self.name, "profile's id is not the token's user_id")
+            raise ProfileRetrievalError(provider.name, "profile's id is not the token's user_id")
         return profile
 
 
-@contextlib.contextmanager
-def _refreshing(device: str) -> Iterator[None]:
-    """Within the block, a refresh request carries ``device``."""
-    token = _REFRESHING_DEVICE.set(device)
-    try:
-        yield
-    finally:
-        _REFRESHING_DEVICE.reset(token)
+if TYPE_CHECKING:  # for type checkers, the class is what it is: a BuiltinProvider
+    VKProvider: TypeAlias = BuiltinProvider
+else:
+    VKProvider = provider_class(
+        FACTS,
+        VKHooks(),
+        module=__name__,
+        doc="Sign in with VK: ``users.get`` or VK ID's ``user_info``, the token in the form body.",
+    )

@@ -81,6 +81,11 @@ class FlowProvider(Protocol):
     @property
     def title(self) -> str: ...
 
+    @property
+    def cancel_errors(self) -> frozenset[str]:
+        """The callback's ``error`` codes that mean the user cancelled (``access_denied``)."""
+        ...
+
     def authorization_origins(self) -> tuple[str, ...]: ...
 
 
@@ -188,7 +193,8 @@ def end_with_provider_error(provider: FlowProvider, received: Callback, stores: 
     """Turn an ``error=`` callback into its exception, once its ``iss`` is checked (a forged
     error is a mix-up too, RFC 9207); the flow it names is forgotten.
 
-    :raises AccessDeniedError: for ``access_denied``.
+    :raises AccessDeniedError: for ``access_denied`` (or another code the provider's
+        ``cancel_errors`` name, e.g. Apple's ``user_cancelled_authorize``).
     :raises ProviderRefusedError: for any other error code.
     :raises StateError: when ``iss`` is not the provider's issuer.
     """
@@ -205,7 +211,7 @@ def end_with_provider_error(provider: FlowProvider, received: Callback, stores: 
     error = received.error or ""
     code = flow.safe_error_code(error)
     logger.info("%s: the provider answered error %r", provider.name, code)
-    if error == "access_denied":
+    if error in provider.cancel_errors:
         raise AccessDeniedError(provider.name, "the user or the provider refused the authorization")
     raise ProviderRefusedError(provider.name, code)
 

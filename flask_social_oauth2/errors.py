@@ -144,10 +144,10 @@ class InvalidCallbackError(AuthenticationError):
     public_message = "The sign-in request was malformed. Please start again."
 
 
-class StartNotConfirmedError(InvalidCallbackError):
+class StartNotConfirmedError(AuthenticationError):
     """A sign-in start posted back from the page that asks the user to confirm a start from
-    another site, without a token issued to this browser for
-    this provider, or from another origin. Nothing was sent to the provider."""
+    another site, without a token issued to this browser for this provider, or from another
+    origin. Nothing was sent to the provider."""
 
     status_code = 403
     public_message = (

@@ -109,9 +109,7 @@ class SocialOAuth2:
         providers: dict[str, SocialProvider] = {}
         problems: list[ConfigurationProblem] = []
         for name, record in settings.items():
-            provider_class = self._provider_class(
-                name, config["SOCIAL_OAUTH2_PROVIDER_CLASSES"], problems
-            )
+            provider_class = self._provider_class(name, options.provider_classes, problems)
             if provider_class is None:
                 continue
             for problem in provider_class.settings_problems(record):
@@ -119,7 +117,7 @@ class SocialOAuth2:
             providers[name] = provider_class(name, record)
         if problems:
             raise ConfigurationError(problems)
-        rule = options["rule"]
+        rule = options.rule
         blueprint = Blueprint("social_oauth2", __name__)
         blueprint.add_url_rule(
             rule, "authenticate", self._authenticate_view, methods=["GET", "POST"]
@@ -134,26 +132,26 @@ class SocialOAuth2:
             extension=self,
             providers=MappingProxyType(providers),
             endpoint=ENDPOINT,
-            session_key=config["SOCIAL_OAUTH2_SESSION_KEY"],
+            session_key=options.session_key,
             state_cookies=StateCookieStore(
-                name=config["SOCIAL_OAUTH2_STATE_COOKIE"] or f"social_oauth2_state_{scope}",
-                path=config["SOCIAL_OAUTH2_STATE_COOKIE_PATH"],
-                ttl=options["state_ttl"],
+                name=options.state_cookie or f"social_oauth2_state_{scope}",
+                path=options.state_cookie_path,
+                ttl=options.state_ttl,
                 scope=scope,
             ),
-            timeout=options["timeout"],
-            max_response_bytes=options["max_bytes"],
-            discovery_failure_ttl=options["discovery_failure_ttl"],
-            token_store=options["token_store"],
+            timeout=options.timeout,
+            max_response_bytes=options.max_bytes,
+            discovery_failure_ttl=options.discovery_failure_ttl,
+            token_store=options.token_store,
             start_confirmation=StartConfirmation(
                 cookie_name=f"social_oauth2_start_{scope}",
-                path=config["SOCIAL_OAUTH2_STATE_COOKIE_PATH"],
+                path=options.state_cookie_path,
                 scope=scope,
             )
-            if options["confirm_cross_site_starts"]
+            if options.confirm_cross_site_starts
             else None,
         )
-        if config["SOCIAL_OAUTH2_CHECK_REDIRECT_URLS"]:
+        if options.check_redirect_urls:
             early_problems = redirect_url_problems(app, routes_complete=False)
             if early_problems:
                 del app.extensions[EXTENSION_KEY]

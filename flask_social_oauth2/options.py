@@ -1,14 +1,19 @@
-"""The extension's ``SOCIAL_OAUTH2_*`` settings: their defaults and how they are checked."""
+"""The extension's ``SOCIAL_OAUTH2_*`` settings: their defaults, how they are checked, and the
+typed record ``init_app`` reads them into once."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from .errors import ConfigurationError, ConfigurationProblem
 from .tokens.cipher import token_key_problems
 from .tokens.setting import token_store_from_setting
+
+if TYPE_CHECKING:
+    from .tokens.store import TokenStore
 
 DEFAULTS: Final[Mapping[str, Any]] = MappingProxyType(
     {
@@ -32,7 +37,37 @@ DEFAULTS: Final[Mapping[str, Any]] = MappingProxyType(
 )
 
 
-def read_options(config: Mapping[str, Any]) -> dict[str, Any]:
+@dataclass(frozen=True, slots=True)
+class Options:
+    """The extension's settings, checked and typed (each field names its config key)."""
+
+    #: ``SOCIAL_OAUTH2_URL_RULE``.
+    rule: str
+    #: ``SOCIAL_OAUTH2_TIMEOUT``, seconds.
+    timeout: float
+    #: ``SOCIAL_OAUTH2_STATE_TTL``, seconds.
+    state_ttl: int
+    #: ``SOCIAL_OAUTH2_MAX_RESPONSE_BYTES``.
+    max_bytes: int
+    #: ``SOCIAL_OAUTH2_DISCOVERY_FAILURE_TTL``, seconds.
+    discovery_failure_ttl: float
+    #: ``SOCIAL_OAUTH2_TOKEN_STORE``, made; ``None`` for ``"none"``.
+    token_store: TokenStore | None
+    #: ``SOCIAL_OAUTH2_CROSS_SITE_START == "confirm"``.
+    confirm_cross_site_starts: bool
+    #: ``SOCIAL_OAUTH2_STATE_COOKIE`` (``None``: a name derived from the app).
+    state_cookie: str | None
+    #: ``SOCIAL_OAUTH2_STATE_COOKIE_PATH``.
+    state_cookie_path: str
+    #: ``SOCIAL_OAUTH2_SESSION_KEY``.
+    session_key: str
+    #: ``SOCIAL_OAUTH2_CHECK_REDIRECT_URLS``.
+    check_redirect_urls: bool
+    #: ``SOCIAL_OAUTH2_PROVIDER_CLASSES``.
+    provider_classes: Mapping[str, Any]
+
+
+def read_options(config: Mapping[str, Any]) -> Options:
     """The checked values of the settings the extension reads once in ``init_app``.
 
     :raises ConfigurationError: listing every setting that is wrong.
@@ -105,4 +140,17 @@ def read_options(config: Mapping[str, Any]) -> dict[str, Any]:
         )
     if problems:
         raise ConfigurationError(problems)
-    return options
+    return Options(
+        rule=rule,
+        timeout=options["timeout"],
+        state_ttl=options["state_ttl"],
+        max_bytes=options["max_bytes"],
+        discovery_failure_ttl=options["discovery_failure_ttl"],
+        token_store=options["token_store"],
+        confirm_cross_site_starts=options["confirm_cross_site_starts"],
+        state_cookie=cookie,
+        state_cookie_path=config["SOCIAL_OAUTH2_STATE_COOKIE_PATH"],
+        session_key=config["SOCIAL_OAUTH2_SESSION_KEY"],
+        check_redirect_urls=bool(config["SOCIAL_OAUTH2_CHECK_REDIRECT_URLS"]),
+        provider_classes=config["SOCIAL_OAUTH2_PROVIDER_CLASSES"],
+    )

@@ -80,6 +80,7 @@ NOT_SECRET: Final[dict[tuple[str, str], str]] = {
     ("Client", "refresh_tokens"): "a switch",
     ("OAuth2Info", "token_type"): "a token type such as Bearer",
     ("Runtime", "session_key"): "the name of the session key the profile is kept under",
+    ("Options", "session_key"): "the name of the session key the profile is kept under",
     ("ProfileFields", "provider_key"): "where the user id is found in a profile",
     ("SocialProfile", "provider_key"): "the user's id at the provider, not a secret",
     ("Identity", "provider_key"): "the user's id at the provider, not a secret",

@@ -81,6 +81,7 @@ class SocialOAuth2:
         self._provider_classes = dict(provider_classes or {})
         self._on_authenticated: AuthenticatedHandler | None = None
         self._on_error: ErrorHandler | None = None
+        self._domain_loader: Callable[[str], str | None] | None = None
         if app is not None:
             self.init_app(app)
 
@@ -95,6 +96,7 @@ class SocialOAuth2:
         from . import served_documents
         from .checks import REPORTED_BY_CHECK, redirect_url_problems, untrusted_host_warning
         from .config.blocks import load_settings
+        from .config.email_domains import domains_by_block
         from .options import DEFAULTS, read_options
 
         if EXTENSION_KEY in app.extensions:
@@ -115,6 +117,8 @@ class SocialOAuth2:
             for problem in provider_class.settings_problems(record):
                 problems.append(ConfigurationProblem(name, problem.key, problem.message))
             providers[name] = provider_class(name, record)
+        email_domains, domain_problems = domains_by_block(settings)
+        problems.extend(domain_problems)
         if problems:
             raise ConfigurationError(problems)
         rule = options.rule
@@ -143,6 +147,7 @@ class SocialOAuth2:
             max_response_bytes=options.max_bytes,
             discovery_failure_ttl=options.discovery_failure_ttl,
             token_store=options.token_store,
+            email_domains=MappingProxyType(email_domains),
             start_confirmation=StartConfirmation(
                 cookie_name=f"social_oauth2_start_{scope}",
                 path=options.state_cookie_path,
@@ -255,6 +260,32 @@ class SocialOAuth2:
         from .api import ProviderSession  # requests-oauthlib, at the first API call
 
         return ProviderSession(provider, key, current_runtime().token_store)
+
+    def provider_for_email(self, address: str) -> str | None:
+        """The provider that signs in the work e-mail ``address`` (home realm discovery): the
+        block whose ``customProperties.domains`` lists its domain (exactly: ``acme.com`` is not
+        ``eu.acme.com``), else the :meth:`domain_loader`'s answer, else ``None``.
+
+        :raises ValueError: when ``address`` is not an e-mail address.
+        :raises TypeError: when the domain loader answers neither a name nor ``None``.
+        """
+        from .config.email_domains import domain_of
+
+        domain = domain_of(address)
+        name = current_runtime().email_domains.get(domain)
+        loader = self._domain_loader
+        if name is not None or loader is None:
+            return name
+        answer = loader(domain)
+        if answer is not None and not isinstance(answer, str):
+            raise TypeError(f"domain loader {loader.__qualname__} returned {answer!r}, not a name")
+        return answer
+
+    def domain_loader(self, loader: Callable[[str], str | None]) -> Callable[[str], str | None]:
+        """Register ``loader(domain) -> name | None`` (a decorator), which
+        :meth:`provider_for_email` asks for a domain no block lists (lower case, punycode)."""
+        self._domain_loader = loader
+        return loader
 
     # -- identities after sign-in ---------------------------------------------------------------
 
@@ -457,8 +488,7 @@ def _exchange_posted_code(provider: SocialProvider) -> OAuth2Info:
 
 
 def _check_redirect_urls_once() -> None:
-    """At the first request every route is known: log each redirect URL problem once; the
-    sign-in route of an affected provider then answers with :func:`_misconfigured_page`."""
+    """At the first request, with every route known, log each redirect URL problem once."""
     state = current_runtime()
     if state.redirect_problems is None:
         from .checks import redirect_url_problems

@@ -10,7 +10,7 @@ that runs them hands it in, as the stores they need.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final
 
 from flask import Flask, current_app
@@ -58,6 +58,8 @@ class Runtime:
     #: Where the tokens of signed-in identities are kept (``SOCIAL_OAUTH2_TOKEN_STORE``);
     #: ``None`` when nothing is kept (``"none"``).
     token_store: TokenStore | None = None
+    #: The configured blocks' e-mail domains (``customProperties.domains``), domain -> name.
+    email_domains: Mapping[str, str] = field(default_factory=dict)
     #: The confirmation of sign-in starts from other origins; ``None`` when they start at
     #: once (``SOCIAL_OAUTH2_CROSS_SITE_START = "allow"``).
     start_confirmation: StartConfirmation | None = None

@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 
 from ..config.settings import OAuth2Settings
 from ..errors import AccessDeniedError, ConfigurationProblem
+from ..oauth.metadata import ProviderMetadata
 
 #: The ``customProperties`` key of the allow-list.
 ALLOWED_TENANTS_KEY: Final = "allowedTenants"
@@ -28,6 +29,9 @@ MICROSOFT_MULTI_TENANT: Final = frozenset({"common", "organizations", "consumers
 MICROSOFT_HOST: Final = "login.microsoftonline.com"
 #: Built-in provider names whose blocks ``flask social check`` looks at for a missing list.
 MICROSOFT_NAMES: Final = frozenset({"microsoft", "azure"})
+
+#: What a multi-tenant discovery document's issuer holds where each token's ``tid`` goes.
+TENANT_PLACEHOLDER: Final = "{tenantid}"
 
 # A tenant id as the issuer template takes it (the rule of oauth.metadata's placeholder).
 _TENANT_RE: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9.\-]{0,99}")
@@ -95,6 +99,11 @@ def check_tenant(provider: str, settings: OAuth2Settings, claims: Mapping[str, A
     error = AccessDeniedError(provider, f"id_token {what}: this tenant may not sign in")
     error.public_message = "Accounts of your organisation cannot sign in here."
     raise error
+
+
+def is_multi_tenant(metadata: ProviderMetadata) -> bool:
+    """Whether a discovery document is a multi-tenant one (its issuer holds ``{tenantid}``)."""
+    return TENANT_PLACEHOLDER in metadata.issuer
 
 
 def multi_tenant_segment(address: str) -> str | None:

@@ -11,10 +11,12 @@ from __future__ import annotations
 import functools
 import json
 import logging
+import os
 import secrets
 import signal
 import socket
 import subprocess
+import sys
 import threading
 import time
 import warnings
@@ -22,6 +24,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
+from pathlib import Path
 from typing import Any, Final
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
@@ -495,6 +498,21 @@ def child_process(
             yield process
         finally:
             stop_process(process, grace)
+
+
+def run_flask(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """``python -m flask ARGS`` in a real process started in ``cwd``, as a user runs it (the
+    test run's ``FLASK_*`` environment variables left out)."""
+    environ = {key: value for key, value in os.environ.items() if not key.startswith("FLASK_")}
+    return subprocess.run(
+        [sys.executable, "-m", "flask", *args],
+        cwd=cwd,
+        env=environ,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
 
 
 def free_port() -> int:

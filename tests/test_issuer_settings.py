@@ -4,9 +4,7 @@ identity provider, its multi-tenant variant, and the fault server for bad answer
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -24,6 +22,7 @@ from helpers import (
     MultiTenantIdentityProvider,
     fake_document,
     free_port,
+    run_flask,
     sign_in,
     watch,
 )
@@ -333,16 +332,7 @@ SocialOAuth2(app)
 def flask_command(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
     """``flask --app app.py social ARGS`` in a real process, as a user runs it."""
     (tmp_path / "app.py").write_text(DISCOVER_APP, encoding="utf-8")
-    environ = {key: value for key, value in os.environ.items() if not key.startswith("FLASK_")}
-    return subprocess.run(
-        [sys.executable, "-m", "flask", "--app", "app.py", "social", *args],
-        cwd=tmp_path,
-        env=environ,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    return run_flask(tmp_path, "--app", "app.py", "social", *args)
 
 
 def test_the_flask_command(

@@ -6,24 +6,31 @@ from __future__ import annotations
 
 import contextlib
 import sqlite3
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+from fault_server import Behaviour, FaultServer
 from flask import Flask
 from helpers import (
     CLIENT_ID,
     CLIENT_SECRET,
     TENANT_A,
     TENANT_B,
+    WELL_KNOWN,
     MakeApp,
     MultiTenantIdentityProvider,
+    fake_app,
+    fake_document,
     idp_block,
     multi_tenant_block,
     sign_in,
+    signed,
     watch,
 )
 
+from flask_social_oauth2 import OAuth2Info
 from flask_social_oauth2.checks import check_configuration
 from flask_social_oauth2.errors import AccessDeniedError, ConfigurationError, IdTokenError
 from flask_social_oauth2.local_idp import LocalIdentityProvider
@@ -88,7 +95,7 @@ def test_a_listed_tenant_signs_in(
 
 
 @pytest.mark.parametrize("allowed", [TENANT_B, f"{TENANT_B} another-tenant"])
-def test_an_unlisted_tenant_is_refused_and_nothing_is_kept(
+def test_s41_a_tenant_outside_the_list_is_403_and_nothing_is_kept(
     make_app: MakeApp,
     multi_tenant_idp: MultiTenantIdentityProvider,
     tmp_path: Path,
@@ -282,3 +289,48 @@ def test_the_list_is_read_in_one_place() -> None:
     assert allowed_tenants(settings) is None
     listed = settings.replace(custom_properties={"allowedTenants": f" {TENANT_A.upper()}  b "})
     assert allowed_tenants(listed) == frozenset({TENANT_A, "b"})
+
+
+@pytest.mark.parametrize(("tenant", "refused"), [(TENANT_A, False), (TENANT_B, True)])
+def test_a_refreshed_id_token_is_checked_too(
+    make_app: MakeApp,
+    fault_server: FaultServer,
+    rsa_key: Any,
+    tenant: str,
+    refused: bool,
+) -> None:
+    """A refresh answer with an ID token (Entra sends one): a tenant taken off the list after
+    the sign-in cannot refresh. The multi-tenant provider is played by the fault server,
+    with hand-signed tokens, since the local identity provider's refresh answers have none."""
+    common = f"{fault_server.url}/common/v2.0"
+    template = f"{fault_server.url}/{{tenantid}}/v2.0"
+    document = fake_document(template, jwks_uri=f"{fault_server.url}/jwks")
+    fault_server.set(f"/common/v2.0{WELL_KNOWN}", Behaviour.json(document))
+    fault_server.set("/jwks", Behaviour.json({"keys": [rsa_key.as_dict(private=False)]}))
+    now = int(time.time())
+    claims = {
+        "iss": template.replace("{tenantid}", tenant),
+        "tid": tenant,
+        "sub": "user-1",
+        "aud": CLIENT_ID,
+        "iat": now,
+        "exp": now + 300,
+    }
+    answer = {
+        "access_token": "new-access",
+        "token_type": "Bearer",
+        "id_token": signed(rsa_key, "RS256", claims),
+    }
+    fault_server.set("/token", Behaviour.json(answer))
+    properties = {"issuer": common, "allowedTenants": TENANT_A}
+    app = fake_app(make_app, fault_server, customProperties=properties)
+    info = OAuth2Info(
+        access_token="old-access", refresh_token="refresh", id_token_claims={"sub": "user-1"}
+    )
+    with app.app_context():
+        provider: Any = current_runtime(app).providers["fake"]
+        if refused:
+            with pytest.raises(AccessDeniedError):
+                provider.refresh(info)
+        else:
+            assert provider.refresh(info).id_token_claims["tid"] == TENANT_A

@@ -117,6 +117,7 @@ def test_a_multi_tenant_issuer_with_its_allowed_tenants(
         ("https://id.example/?tenant=1", "must not contain a query"),
         ("https://id.example/#x", "must not contain a fragment"),
         ("id.example", ""),
+        ("https://[id.example", ""),  # not even a URL: the error names the block "issuer"
     ],
 )
 def test_an_issuer_that_is_no_issuer_is_a_configuration_error(
@@ -154,7 +155,8 @@ def test_an_unreachable_issuer(make_app: MakeApp) -> None:
         ({WELL_KNOWN: Behaviour.json(["issuer"])}, "is not a JSON object"),
         ({}, "HTTP 404"),
         ({WELL_KNOWN: Behaviour.json({"token_endpoint": "https://id.example/t"})}, "no issuer"),
-        ("other issuer", "names another issuer"),
+        ("other issuer", "names another issuer than the configured one: 'https://other.example'"),
+        ("trailing slash", "the configured one: 'http://127.0.0.1:"),
         ("no token endpoint", "has no token_endpoint"),
         ("no endpoints", "has no authorization_endpoint and no token_endpoint and no jwks_uri"),
         ("http endpoint", "is not an https address"),
@@ -166,18 +168,22 @@ def test_what_is_not_a_discovery_document(
     issuer = fault_server.url
     documents = {
         "other issuer": fake_document("https://other.example"),
+        "trailing slash": fake_document(f"{issuer}/"),
         "no token endpoint": fake_document(issuer, token_endpoint=None),
         "no endpoints": {"issuer": issuer},
         "http endpoint": fake_document(issuer, authorization_endpoint="http://id.example/a"),
     }
-    if isinstance(answers, str):
-        answers = {WELL_KNOWN: Behaviour.json(documents[answers])}
-    for path, behaviour in answers.items():
+    served = (
+        {WELL_KNOWN: Behaviour.json(documents[answers])} if isinstance(answers, str) else answers
+    )
+    for path, behaviour in served.items():
         fault_server.set(path, behaviour)
     with pytest.raises(DiscoveryError) as raised:
         discover(make_app(), issuer)
     assert message in str(raised.value)
     assert raised.value.status_code == 502
+    if answers == "trailing slash":
+        assert str(raised.value).endswith("/' (they differ by a trailing '/')")
 
 
 def test_a_document_without_keys_serves_a_scope_without_openid(

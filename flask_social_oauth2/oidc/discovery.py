@@ -329,10 +329,23 @@ def issuer_metadata(
         fetch=fetch,
     ).value
     if not issuer_matches(issuer, metadata.issuer):
-        raise DiscoveryError(
-            source.provider, "discovery document names another issuer than the configured one"
-        )
+        raise _other_issuer(source.provider, issuer, metadata.issuer)
     return metadata
+
+
+def _other_issuer(provider: str, configured: str, discovered: str) -> DiscoveryError:
+    """The error for a document naming ``discovered`` (shown, cut: an issuer is public, and
+    seeing it fixes the usual mistake, a trailing ``/``) where ``configured`` was expected."""
+    hint = (
+        " (they differ by a trailing '/')"
+        if configured.rstrip("/") == discovered.rstrip("/")
+        else ""
+    )
+    return DiscoveryError(
+        provider,
+        f"discovery document names another issuer than the configured one: {discovered[:200]!r}"
+        + hint,
+    )
 
 
 def _get_metadata_json(source: Source, urls: tuple[str, ...]) -> tuple[Any, ProviderResponse]:
@@ -357,9 +370,7 @@ def _fetch_metadata(
         document, response = _get_metadata_json(source, urls)
         metadata = ProviderMetadata.from_document(name, document)
         if not issuer_matches(issuer, metadata.issuer):
-            raise DiscoveryError(
-                name, "discovery document names another issuer than the configured one"
-            )
+            raise _other_issuer(name, issuer, metadata.issuer)
     except AuthenticationError as error:
         if stale is None or now - stale.fetched > MAX_STALE_SECONDS:
             raise

@@ -20,6 +20,7 @@ from werkzeug.sansio.utils import host_is_trusted
 
 from .config.blocks import load_settings, providers_file
 from .errors import ConfigurationError, ConfigurationProblem
+from .oidc import tenants
 from .runtime import current_runtime
 from .urls import is_loopback_host
 
@@ -153,11 +154,12 @@ def _looks_like_a_typo(path: str, expected: str) -> bool:
 def configuration_warnings(app: Flask, providers: Mapping[str, SocialProvider]) -> list[str]:
     """Risky but working settings: a relative ``redirectURL`` without ``TRUSTED_HOSTS``, an
     absolute one whose host ``TRUSTED_HOSTS`` does not list, a plain-http ``redirectURL`` to a
-    host that is not loopback."""
+    host that is not loopback, a Microsoft multi-tenant block without ``allowedTenants``."""
     warnings = []
     host_warning = untrusted_host_warning(app, providers)
     if host_warning is not None:
         warnings.append(host_warning)
+    warnings.extend(any_tenant_warnings(providers))
     for name, provider in providers.items():
         url = provider.settings.redirect_url
         if url.startswith("/"):
@@ -168,6 +170,35 @@ def configuration_warnings(app: Flask, providers: Mapping[str, SocialProvider]) 
                 f"provider {name!r}, key 'redirectURL': plain http to a host that is not"
                 " loopback; the authorization code would travel unencrypted, use https"
             )
+    return warnings
+
+
+def any_tenant_warnings(providers: Mapping[str, SocialProvider]) -> list[str]:
+    """A warning for each ``microsoft``/``azure`` block (or block whose issuer is on
+    ``login.microsoftonline.com``) on the multi-tenant ``common``, ``organizations`` or
+    ``consumers`` endpoints without ``customProperties.allowedTenants``: the users of any
+    organisation can sign in. Read from the blocks alone; nothing is fetched."""
+    warnings = []
+    for name, provider in providers.items():
+        settings = provider.settings
+        issuer = getattr(provider, "issuer", None)
+        facts = getattr(type(provider), "facts", None)
+        if getattr(facts, "name", None) in tenants.MICROSOFT_NAMES:
+            address = issuer if isinstance(issuer, str) else settings.access_token_url
+        elif isinstance(issuer, str) and urlsplit(issuer).hostname == tenants.MICROSOFT_HOST:
+            address = issuer
+        else:
+            continue
+        segment = tenants.multi_tenant_segment(address)
+        if segment is None or tenants.allowed_tenants(settings) is not None:
+            continue
+        needs = "" if isinstance(issuer, str) else " (with 'openid' in the scope)"
+        warnings.append(
+            f"provider {name!r}: the users of any Microsoft Entra tenant can sign in (the"
+            f" multi-tenant endpoint {segment!r}); set customProperties."
+            f"{tenants.ALLOWED_TENANTS_KEY}{needs} to the tenant ids that may sign in, or to"
+            " '*' for any tenant"
+        )
     return warnings
 
 

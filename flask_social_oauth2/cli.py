@@ -1,4 +1,5 @@
-"""The ``flask social`` command group: ``check``, ``providers`` and ``init``.
+"""The ``flask social`` command group: ``check``, ``providers``, ``keys``, ``init`` and
+``discover``.
 
 The group is published as a ``flask.commands`` entry point, which Flask loads before the app,
 and only there (``init_app`` does not add it to ``app.cli``): so an app whose provider
@@ -13,6 +14,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, Final, NoReturn
@@ -26,7 +28,10 @@ from .checks import REPORTED_BY_CHECK, CheckReport, check_configuration, no_prov
 from .config.settings import MASK, closest_name, masked
 from .errors import ConfigurationError, SocialOAuth2Error
 from .oauth import client_auth
-from .providers.docs import init_blocks
+from .oidc import discovery, tenants
+from .oidc.issuer_settings import DEFAULT_SCOPE, settings_from_issuer, source_name
+from .providers.client import document_source
+from .providers.docs import env_name, init_blocks, yaml_scalar
 from .providers.oauth2 import OAuth2Provider, SocialProvider
 from .runtime import current_runtime
 from .urls import is_loopback_host
@@ -38,6 +43,8 @@ social_cli = AppGroup("social", help="Check and list the OAuth2 sign-in provider
 #: The port ``flask run`` serves on unless ``--port`` or ``FLASK_RUN_PORT`` names another.
 FLASK_RUN_DEFAULT_PORT: Final = 5000
 _DEFAULT_PORTS: Final = {"http": 80, "https": 443}
+#: The shape of a block name ``flask social discover`` prints.
+_BLOCK_NAME: Final = re.compile(r"[a-z0-9][a-z0-9_.-]{0,62}")
 
 
 def _counted(count: int, noun: str) -> str:
@@ -324,3 +331,93 @@ def init_command(name: str) -> None:
             f"{name!r} is not a built-in provider{hint}: {', '.join(known)}", param_hint="NAME"
         )
     click.echo(block)
+
+
+def _block_name(
+    context: click.Context, parameter: click.Parameter, value: str | None
+) -> str | None:
+    """Check ``--name``: lower-case letters, digits, ``_``, ``.`` and ``-``, at most 63."""
+    del context, parameter
+    if value is not None and not _BLOCK_NAME.fullmatch(value):
+        raise click.BadParameter(
+            f"{value[:80]!r} is not a block name: lower-case letters, digits, '_', '.' and '-',"
+            " starting with a letter or digit, at most 63 characters"
+        )
+    return value
+
+
+@social_cli.command("discover", with_appcontext=False)
+@click.argument("issuer")
+@click.option(
+    "--name",
+    callback=_block_name,
+    help="The block's name (default: the issuer's host, dots as '-'); its redirectURL is the"
+    " app's sign-in route for it.",
+)
+@click.option(
+    "--client-id",
+    help="The client ID (default: a ${NAME_CLIENT_ID} reference). The client secret is"
+    " always a ${NAME_CLIENT_SECRET} reference, never an option: a secret typed on a command"
+    " line stays in the shell's history and the process list.",
+)
+@click.option("--scope", default=DEFAULT_SCOPE, show_default=True, help="The block's scope.")
+def discover_command(issuer: str, name: str | None, client_id: str | None, scope: str) -> None:
+    """Print a ready YAML block for the OpenID Connect provider ISSUER, read from its discovery
+    document (ISSUER/.well-known/openid-configuration): its authorization, token and userinfo
+    addresses and customProperties.issuer. Add it to the providers file and set the client's
+    ID and secret in the environment."""
+    app = _load_app()
+    chosen = name or _name_from_host(source_name(issuer))
+    prefix = env_name(chosen)
+    if prefix[0].isdigit():  # an environment variable's name starts with a letter or "_"
+        prefix = f"_{prefix}"
+    secret_variable = f"{prefix}_CLIENT_SECRET"
+    with app.app_context():
+        try:
+            runtime = current_runtime(app)
+            redirect_url = app.url_map.bind("localhost").build(
+                runtime.endpoint, {"provider": chosen}
+            )
+            source = document_source(chosen)
+            settings = settings_from_issuer(
+                source,
+                issuer,
+                client_id=client_id or f"${{{prefix}_CLIENT_ID}}",
+                client_secret=f"${{{secret_variable}}}",
+                redirect_url=redirect_url,
+                scope=scope,
+            )
+            metadata = discovery.issuer_metadata(source, issuer)  # from the cache
+        except ConfigurationError as error:
+            _fail("error: " + "; ".join(str(problem) for problem in error.problems))
+        except SocialOAuth2Error as error:
+            _fail(f"error: {error}")
+    multi_tenant = tenants.is_multi_tenant(metadata)
+    click.echo(discovered_block(chosen, settings.to_config(), multi_tenant=multi_tenant))
+    needed = [secret_variable] if client_id else [f"{prefix}_CLIENT_ID", secret_variable]
+    click.echo(f"# set {' and '.join(needed)} in the environment", err=True)
+
+
+def _name_from_host(host: str) -> str:
+    """A block name from an issuer's host: ``acme.okta.com`` -> ``acme-okta-com``."""
+    name = re.sub(r"[^a-z0-9]+", "-", host.lower())[:63].strip("-")
+    return name or "sso"
+
+
+def discovered_block(name: str, block: Mapping[str, Any], *, multi_tenant: bool) -> str:
+    """The YAML text of ``block`` under ``name``, as ``flask social discover`` prints it (the
+    YAML reader reads it back unchanged). A block on a multi-tenant issuer gets a commented
+    ``allowedTenants`` line to fill in (see docs/openid-connect.md)."""
+    lines = [f"{yaml_scalar(name)}:"]
+    for key, value in block.items():
+        if not isinstance(value, Mapping):
+            lines.append(f"  {key}: {yaml_scalar(value)}")
+            continue
+        lines.append(f"  {key}:")
+        lines += [f"    {item}: {yaml_scalar(text)}" for item, text in value.items()]
+        if key == "customProperties" and multi_tenant:
+            lines.append(
+                f"    # {tenants.ALLOWED_TENANTS_KEY}: <the tenant ids that may sign in,"
+                " separated by spaces, or * for any tenant>"
+            )
+    return "\n".join(lines)

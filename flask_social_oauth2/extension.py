@@ -42,7 +42,7 @@ from .web.state_cookie import FLOW_PAGE_HEADERS, StateCookieStore, app_scope
 # token stores and the configuration readers are imported where init_app or a request needs them.
 if TYPE_CHECKING:
     from .api import ProviderSession
-    from .config.settings import OAuth2Info, SocialProfile
+    from .config.settings import OAuth2Info, OAuth2Settings, SocialProfile
     from .providers.oauth2 import OAuth2Provider, SocialProvider
     from .tokens.identity import Identity
 
@@ -286,6 +286,37 @@ class SocialOAuth2:
         :meth:`provider_for_email` asks for a domain no block lists (lower case, punycode)."""
         self._domain_loader = loader
         return loader
+
+    def discover_settings(
+        self,
+        issuer: str,
+        *,
+        client_id: str,
+        client_secret: str,
+        redirect_url: str,
+        scope: str = "openid email profile",
+        custom_properties: Mapping[str, str] | None = None,
+        name: str | None = None,
+    ) -> OAuth2Settings:
+        """A block's settings for ``issuer`` from its discovery document (fetched in an app
+        context; see :func:`~flask_social_oauth2.oidc.issuer_settings.settings_from_issuer`).
+
+        :raises ConfigurationError: for a bad issuer (http off loopback, a query) or value.
+        :raises DiscoveryError: when no discovery document of ``issuer`` can be read (502, 504).
+        """
+        from .oidc.issuer_settings import settings_from_issuer, source_name
+        from .providers.client import document_source
+
+        source = document_source(name or source_name(issuer))
+        return settings_from_issuer(
+            source,
+            issuer,
+            client_id=client_id,
+            client_secret=client_secret,
+            redirect_url=redirect_url,
+            scope=scope,
+            custom_properties=custom_properties,
+        )
 
     # -- identities after sign-in ---------------------------------------------------------------
 

@@ -18,7 +18,15 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from atproto_server import AtprotoServer, AtprotoServerError
 from fault_server import FaultServer
-from helpers import ALICE, CLIENT_ID, CLIENT_SECRET, LOCAL_REDIRECT, MakeApp, idp_block
+from helpers import (
+    ALICE,
+    CLIENT_ID,
+    CLIENT_SECRET,
+    LOCAL_REDIRECT,
+    MakeApp,
+    MultiTenantIdentityProvider,
+    idp_block,
+)
 
 from flask_social_oauth2 import SocialOAuth2
 from flask_social_oauth2.local_idp import LocalIdentityProvider
@@ -104,6 +112,18 @@ def idp() -> Iterator[LocalIdentityProvider]:
         server.register_client(
             CLIENT_ID, CLIENT_SECRET, [LOCAL_REDIRECT, "https://localhost/authenticate/local"]
         )
+        server.auto_approve = ALICE
+        yield server
+
+
+@pytest.fixture
+def multi_tenant_idp() -> Iterator[MultiTenantIdentityProvider]:
+    """A real OpenID Connect server on loopback standing for Microsoft Entra's multi-tenant
+    endpoints (see :class:`helpers.MultiTenantIdentityProvider`), approving as Alice of
+    ``helpers.TENANT_A``; its client redirects to ``/authenticate/entra``."""
+    server = MultiTenantIdentityProvider()
+    with server:
+        server.register_client(CLIENT_ID, CLIENT_SECRET, ["http://localhost/authenticate/entra"])
         server.auto_approve = ALICE
         yield server
 

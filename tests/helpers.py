@@ -11,10 +11,12 @@ from __future__ import annotations
 import functools
 import json
 import logging
+import os
 import secrets
 import signal
 import socket
 import subprocess
+import sys
 import threading
 import time
 import warnings
@@ -22,6 +24,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
+from pathlib import Path
 from typing import Any, Final
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
@@ -379,6 +382,61 @@ def signed(key: Any, alg: str, claims: dict[str, Any], **header: Any) -> str:
         return jwt.encode(full_header, claims, key, algorithms=[alg])
 
 
+#: Two Microsoft Entra-style tenant ids (GUIDs), for the multi-tenant identity provider.
+TENANT_A: Final = "0b1e2f6c-5a4d-4c3b-9a21-1f2e3d4c5b6a"
+TENANT_B: Final = "7d8e9f00-1a2b-4c3d-8e4f-5a6b7c8d9e0f"
+
+
+class MultiTenantIdentityProvider(LocalIdentityProvider):
+    """The local identity provider as Microsoft Entra's multi-tenant endpoints: the discovery
+    document, served below each tenant segment (``/common/v2.0/.well-known/...``,
+    ``/organizations/v2.0/...``), names the issuer ``<url>/{tenantid}/v2.0``, and each ID token
+    carries the signed-in user's tenant (:attr:`tenant`) as ``tid``, and ``iss`` filled with it.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        #: The ``tid`` of the next sign-ins (the user's organisation).
+        self.tenant = TENANT_A
+        self.app.add_url_rule(
+            "/<segment>/v2.0/.well-known/openid-configuration",
+            "tenant_discovery",
+            lambda segment: self.app.response_class(
+                json.dumps(self.metadata()), mimetype="application/json"
+            ),
+        )
+        self.id_token_tamper = self._with_tenant
+
+    def issuer_of(self, segment: str) -> str:
+        """The issuer a block configures for a tenant segment (``common``, a tenant id, ...)."""
+        return f"{self.url}/{segment}/v2.0"
+
+    def metadata(self) -> dict[str, Any]:
+        document = super().metadata()
+        document["issuer"] = self.issuer_of("{tenantid}")
+        return document
+
+    def _with_tenant(
+        self, header: dict[str, Any], claims: dict[str, Any]
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        return header, {**claims, "tid": self.tenant, "iss": self.issuer_of(self.tenant)}
+
+
+def multi_tenant_block(
+    server: MultiTenantIdentityProvider, segment: str = "common", **custom: str
+) -> dict[str, Any]:
+    """A block ``entra`` for ``server``'s multi-tenant endpoint ``segment``: the token address,
+    the issuer (the rest is discovered) and ``custom`` in ``customProperties``."""
+    return {
+        "accessTokenURL": server.token_url,
+        "redirectURL": "/authenticate/entra",
+        "clientID": CLIENT_ID,
+        "clientSecret": CLIENT_SECRET,
+        "scope": "openid profile email",
+        "customProperties": {"issuer": server.issuer_of(segment), **custom},
+    }
+
+
 def start_fake(client: Any) -> dict[str, str]:
     started = client.get("/authenticate/fake")
     assert started.status_code == 302, started.text
@@ -440,6 +498,21 @@ def child_process(
             yield process
         finally:
             stop_process(process, grace)
+
+
+def run_flask(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """``python -m flask ARGS`` in a real process started in ``cwd``, as a user runs it (the
+    test run's ``FLASK_*`` environment variables left out)."""
+    environ = {key: value for key, value in os.environ.items() if not key.startswith("FLASK_")}
+    return subprocess.run(
+        [sys.executable, "-m", "flask", *args],
+        cwd=cwd,
+        env=environ,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
 
 
 def free_port() -> int:

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
-import sys
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -16,7 +14,7 @@ import yaml
 from click.testing import CliRunner, Result
 from flask import Flask
 from flask.cli import FlaskGroup, ScriptInfo
-from helpers import CLIENT_SECRET, MakeApp, block_for, example_value, valid_block
+from helpers import CLIENT_SECRET, MakeApp, block_for, example_value, run_flask, valid_block
 
 from flask_social_oauth2 import SocialOAuth2
 from flask_social_oauth2.cli import provider_blocks, social_cli
@@ -219,16 +217,7 @@ def flask_in_a_shell(
     (app_dir / "app.py").write_text(SHELL_APP, encoding="utf-8")
     block = block_for("github", redirectURL=redirect_url)
     (app_dir / "providers.yaml").write_text(yaml.safe_dump({"github": block}), encoding="utf-8")
-    environ = {key: value for key, value in os.environ.items() if not key.startswith("FLASK_")}
-    return subprocess.run(
-        [sys.executable, "-m", "flask", "--app", str(app_dir / "app.py"), *args],
-        cwd=tmp_path,
-        env=environ,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    return run_flask(tmp_path, "--app", str(app_dir / "app.py"), *args)
 
 
 def test_flask_social_check_prints_each_warning_once(tmp_path: Path) -> None:

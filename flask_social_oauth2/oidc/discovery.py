@@ -126,7 +126,11 @@ def configured_issuer(settings: OAuth2Settings) -> str | None:
 def discovery_url(settings: OAuth2Settings, issuer: str) -> str:
     """Where the discovery document of ``issuer`` is read: ``customProperties.discoveryURL``,
     else ``issuer`` (without a trailing ``/``) followed by :data:`WELL_KNOWN_PATH`."""
-    return settings.custom_properties.get("discoveryURL") or issuer.rstrip("/") + WELL_KNOWN_PATH
+    return _discovery_url(settings.custom_properties.get("discoveryURL"), issuer)
+
+
+def _discovery_url(configured: str | None, issuer: str) -> str:
+    return configured or issuer.rstrip("/") + WELL_KNOWN_PATH
 
 
 def metadata_urls(settings: OAuth2Settings, issuer: str) -> tuple[str, ...]:
@@ -134,12 +138,26 @@ def metadata_urls(settings: OAuth2Settings, issuer: str) -> tuple[str, ...]:
     alone; else the OpenID Connect discovery document (:func:`discovery_url`), then, when that is
     not found (404), RFC 8414's authorization server metadata, whose well-known path goes
     between the issuer's host and its path."""
-    configured = settings.custom_properties.get("discoveryURL")
+    return _metadata_urls(settings.custom_properties.get("discoveryURL"), issuer)
+
+
+def _metadata_urls(configured: str | None, issuer: str) -> tuple[str, ...]:
     if configured:
         return (configured,)
     parts = urlsplit(issuer)
     rfc8414 = f"{parts.scheme}://{parts.netloc}{RFC8414_PATH}{parts.path.rstrip('/')}"
-    return discovery_url(settings, issuer), rfc8414
+    return _discovery_url(None, issuer), rfc8414
+
+
+def issuer_problem(issuer: str) -> str | None:
+    """What is wrong with ``issuer`` as an issuer identifier (https, or http on a loopback
+    host; no query or fragment), as a sentence; ``None`` when it is acceptable."""
+    error = check_endpoint_url(issuer)
+    if error is None and (urlsplit(issuer).query or "?" in issuer):
+        error = "must not contain a query (OpenID Connect Discovery 2)"
+    if error is None and "#" in issuer:
+        error = "must not contain a fragment (OpenID Connect Discovery 2)"
+    return error
 
 
 def settings_problems(settings: OAuth2Settings) -> list[ConfigurationProblem]:
@@ -149,9 +167,7 @@ def settings_problems(settings: OAuth2Settings) -> list[ConfigurationProblem]:
     problems: list[ConfigurationProblem] = []
     issuer = properties.get("issuer")
     if issuer is not None:
-        error = check_endpoint_url(issuer)
-        if error is None and (urlsplit(issuer).query or "?" in issuer):
-            error = "must not contain a query (OpenID Connect Discovery 2)"
+        error = issuer_problem(issuer)
         if error:
             problems.append(ConfigurationProblem(None, "customProperties.issuer", error))
     discovery = properties.get("discoveryURL")
@@ -269,13 +285,39 @@ def provider_metadata(source: Source, settings: OAuth2Settings, issuer: str) -> 
     :raises DiscoveryError: when it cannot be fetched or read, or its ``issuer`` is not
         ``issuer``.
     """
-    url = discovery_url(settings, issuer)
+    return issuer_metadata(
+        source,
+        issuer,
+        discovery_url=settings.custom_properties.get("discoveryURL"),
+        access_token_url=settings.access_token_url,
+    )
+
+
+def issuer_metadata(
+    source: Source,
+    issuer: str,
+    *,
+    discovery_url: str | None = None,
+    access_token_url: str | None = None,
+) -> ProviderMetadata:
+    """The metadata of ``issuer`` as :func:`provider_metadata` reads it (the same cache), for
+    a block that is not written yet (:func:`.issuer_settings.settings_from_issuer`).
+
+    :param discovery_url: Read the document there (else below the issuer, see
+        :func:`metadata_urls`).
+    :param access_token_url: The block's token address, compared with the document's; ``None``
+        compares nothing.
+    :raises DiscoveryError: when it cannot be fetched or read, or its ``issuer`` is not
+        ``issuer``.
+    """
+    url = _discovery_url(discovery_url, issuer)
+    urls = _metadata_urls(discovery_url, issuer)
 
     def usable(entry: Entry[ProviderMetadata] | None, now: float) -> bool:
         return entry is not None and entry.expires > now
 
     def fetch(stale: Entry[ProviderMetadata] | None, now: float) -> Entry[ProviderMetadata]:
-        return _fetch_metadata(source, settings, issuer, stale, now)
+        return _fetch_metadata(source, urls, issuer, access_token_url, stale, now)
 
     caches = _caches
     metadata = caches.metadata.get(
@@ -287,10 +329,23 @@ def provider_metadata(source: Source, settings: OAuth2Settings, issuer: str) -> 
         fetch=fetch,
     ).value
     if not issuer_matches(issuer, metadata.issuer):
-        raise DiscoveryError(
-            source.provider, "discovery document names another issuer than the configured one"
-        )
+        raise _other_issuer(source.provider, issuer, metadata.issuer)
     return metadata
+
+
+def _other_issuer(provider: str, configured: str, discovered: str) -> DiscoveryError:
+    """The error for a document naming ``discovered`` (shown, cut: an issuer is public, and
+    seeing it fixes the usual mistake, a trailing ``/``) where ``configured`` was expected."""
+    hint = (
+        " (they differ by a trailing '/')"
+        if configured.rstrip("/") == discovered.rstrip("/")
+        else ""
+    )
+    return DiscoveryError(
+        provider,
+        f"discovery document names another issuer than the configured one: {discovered[:200]!r}"
+        + hint,
+    )
 
 
 def _get_metadata_json(source: Source, urls: tuple[str, ...]) -> tuple[Any, ProviderResponse]:
@@ -304,25 +359,24 @@ def _get_metadata_json(source: Source, urls: tuple[str, ...]) -> tuple[Any, Prov
 
 def _fetch_metadata(
     source: Source,
-    settings: OAuth2Settings,
+    urls: tuple[str, ...],
     issuer: str,
+    access_token_url: str | None,
     stale: Entry[ProviderMetadata] | None,
     now: float,
 ) -> Entry[ProviderMetadata]:
     name = source.provider
     try:
-        document, response = _get_metadata_json(source, metadata_urls(settings, issuer))
+        document, response = _get_metadata_json(source, urls)
         metadata = ProviderMetadata.from_document(name, document)
         if not issuer_matches(issuer, metadata.issuer):
-            raise DiscoveryError(
-                name, "discovery document names another issuer than the configured one"
-            )
+            raise _other_issuer(name, issuer, metadata.issuer)
     except AuthenticationError as error:
         if stale is None or now - stale.fetched > MAX_STALE_SECONDS:
             raise
         logger.warning("%s: keeping the previous discovery document: %s", name, error)
         return dataclasses.replace(stale, expires=now + MIN_CACHE_SECONDS)
-    if metadata.token_endpoint not in (None, settings.access_token_url):
+    if access_token_url is not None and metadata.token_endpoint not in (None, access_token_url):
         logger.warning(
             "%s: accessTokenURL differs from the discovery document's token_endpoint;"
             " accessTokenURL is used",

@@ -23,7 +23,7 @@ from ..config.settings import OAuth2Info, OAuth2Settings
 from ..errors import ConfigurationProblem, DiscoveryError, IdTokenError
 from ..oauth.flow import safe_error_code
 from ..oauth.metadata import ProviderMetadata, expected_token_issuer
-from . import discovery
+from . import discovery, tenants
 from .discovery import Source
 
 if TYPE_CHECKING:
@@ -185,6 +185,7 @@ def verify_id_token(
     :param subject: The ``sub`` the token must have (a refresh must not change the user).
     :param extra_issuers: ``iss`` values accepted besides the document's issuer.
     :raises IdTokenError: naming the check that failed.
+    :raises AccessDeniedError: when the token's tenant may not sign in (see :func:`check_claims`).
     :raises DiscoveryError: when the key set cannot be fetched.
     """
     from joserfc import jws, jwt
@@ -249,9 +250,11 @@ def check_claims(
     extra_issuers: frozenset[str] = frozenset(),
 ) -> None:
     """Check the claims of an ID token whose signature was verified (see
-    :func:`verify_id_token` for the parameters).
+    :func:`verify_id_token` for the parameters), then its tenant against the block's
+    ``customProperties.allowedTenants`` (:func:`.tenants.check_tenant`).
 
     :raises IdTokenError: naming the claim that failed, never its value.
+    :raises AccessDeniedError: when the token's tenant may not sign in.
     """
     from joserfc import jwt
     from joserfc.errors import ClaimError, ExpiredTokenError, MissingClaimError
@@ -304,6 +307,7 @@ def check_claims(
             raise IdTokenError(provider, "id_token nonce is not the one of this sign-in")
     if subject is not None and claims["sub"] != subject:
         raise IdTokenError(provider, "id_token sub is not the user the token was issued for")
+    tenants.check_tenant(provider, settings, claims)
 
 
 def verify_token_response(

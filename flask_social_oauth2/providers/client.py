@@ -23,7 +23,7 @@ from ..oauth.provider_response import ProviderResponse
 from ..oidc import discovery
 from ..runtime import current_runtime
 
-__all__ = ["ProviderClient", "TokenAuthMethod"]
+__all__ = ["ProviderClient", "TokenAuthMethod", "document_source"]
 
 #: Kept for subclasses written against 0.1 (two methods then); every method is
 #: :data:`~flask_social_oauth2.oauth.client_auth.ClientAuthMethod` now.
@@ -118,13 +118,7 @@ class ProviderClient:
         """How discovery and ID token checks reach this provider's documents: GET requests
         with the app's timeout and size cap, and the app's
         ``SOCIAL_OAUTH2_DISCOVERY_FAILURE_TTL``. Needs an app context."""
-        return discovery.Source(
-            self._name, self._get_document, current_runtime().discovery_failure_ttl
-        )
-
-    def _get_document(self, url: str, *, step: str) -> ProviderResponse:
-        headers = {"Accept": "application/json"}
-        return self.send("GET", url, step=step, error=DiscoveryError, headers=headers)
+        return document_source(self._name)
 
     # -- requests ----------------------------------------------------------------------------
 
@@ -257,6 +251,30 @@ class ProviderClient:
             )
 
         return send(None) if key is None else dpop.send_with_nonce(url, send, _answer_parts)
+
+
+def document_source(name: str) -> discovery.Source:
+    """How discovery and ID token checks reach the public documents (discovery document, key
+    set) of ``name``, a provider or a block that is none yet: GET requests through the pooled
+    HTTP client with the app's timeout and size cap, and the app's
+    ``SOCIAL_OAUTH2_DISCOVERY_FAILURE_TTL``. Needs an app context."""
+    runtime = current_runtime()
+
+    def get(url: str, *, step: str) -> ProviderResponse:
+        from ..oauth.http_client import get_client  # requests is imported at the first request
+
+        return get_client().request(
+            "GET",
+            url,
+            provider=name,
+            step=step,
+            error=DiscoveryError,
+            timeout=runtime.timeout,
+            max_bytes=runtime.max_response_bytes,
+            headers={"Accept": "application/json"},
+        )
+
+    return discovery.Source(name, get, runtime.discovery_failure_ttl)
 
 
 def _answer_parts(response: ProviderResponse) -> tuple[int, Mapping[str, str], bytes]:

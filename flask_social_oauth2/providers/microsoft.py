@@ -28,7 +28,11 @@ FACTS: Final = ProviderFacts(
     docs="""\
 Register an app under *App registrations* in the [Microsoft Entra admin center](https://entra.microsoft.com/)
 with a *Web* redirect URI, and add a client secret. Replace `common` with your tenant id (or
-`organizations`/`consumers`) to restrict who can sign in. The profile is Microsoft Graph
+`organizations`/`consumers`) to restrict who can sign in. On `common`, `organizations` or
+`consumers` the users of any organisation sign in: list the tenants that may in
+`customProperties.allowedTenants` (tenant ids separated by spaces, or `*`; see
+[multi-tenant issuers](openid-connect.md#multi-tenant-issuers-who-may-sign-in)); `flask social
+check` warns about such a block without it. The profile is Microsoft Graph
 `/v1.0/me` (`User.Read`). The same mapping reads the OpenID Connect userinfo
 (`apiURL: https://graph.microsoft.com/oidc/userinfo`), but the two give different user ids
 (Graph object `id` versus pairwise `sub`): choose one and keep it. `avatar_url` is `None`

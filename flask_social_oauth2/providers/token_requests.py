@@ -19,7 +19,7 @@ from ..errors import AuthenticationError, ConfigurationProblem, StateError
 from ..oauth import client_auth, dpop, flow, par, revocation
 from ..oauth.dpop import DPoPKey
 from ..oauth.provider_response import ProviderResponse
-from ..oidc import discovery, id_token
+from ..oidc import discovery, id_token, tenants
 from ..web import form_post
 from ..web.redirects import resolve_redirect_uri
 from ..web.state_cookie import PendingFlow
@@ -155,6 +155,7 @@ def block_problems(
     problems.extend(discovery.settings_problems(settings))
     problems.extend(revocation.settings_problems(settings))
     problems.extend(id_token.settings_problems(settings, verifies=verifies))
+    problems.extend(tenants.settings_problems(settings, verifies=verifies))
     problems.extend(form_post.settings_problems(settings, always=form_post_always))
     return problems
 

@@ -14,6 +14,7 @@ from flask import Flask, g, render_template_string
 from helpers import LOCAL_REDIRECT, MakeApp, block_for, example_value, idp_block, query_of, sign_in
 from markupsafe import Markup
 
+from flask_social_oauth2 import SocialOAuth2
 from flask_social_oauth2.errors import ConfigurationError, UnknownProviderError
 from flask_social_oauth2.local_idp import LocalIdentityProvider
 from flask_social_oauth2.providers.buttons import (
@@ -481,3 +482,106 @@ def test_the_work_email_form_waits_for_domain_lookup(make_app: MakeApp) -> None:
         assert applies is hasattr(runtime.extension, "provider_for_email")
     answer = app.test_client().get("/sign-in")
     assert ('name="email"' in answer.text) is applies
+
+
+# -- the work e-mail form ------------------------------------------------------------------------
+
+
+class FindsProvidersByDomain(SocialOAuth2):
+    """Stands in for the extension's ``provider_for_email`` (home realm discovery): a block's
+    ``customProperties.domains``."""
+
+    def provider_for_email(self, address: str) -> str | None:
+        local, at, domain = address.rpartition("@")
+        if not at or not local or not domain:
+            raise ValueError(f"not an e-mail address: {address!r}")
+        for name, provider in self.providers.items():
+            if domain in provider.settings.custom_properties.get("domains", "").split():
+                return name
+        return None
+
+
+def domains_app(idp: LocalIdentityProvider) -> Flask:
+    app = Flask("domains")
+    app.config.update(
+        SECRET_KEY="test-secret-key",
+        TRUSTED_HOSTS=["localhost"],
+        SOCIAL_OAUTH2_SIGN_IN_PAGE="/sign-in",
+        SOCIAL_OAUTH2_PROVIDERS={
+            "local": idp_block(idp, customProperties={"domains": "example.test"})
+        },
+    )
+    FindsProvidersByDomain(app)
+    return app
+
+
+def test_the_work_email_form_starts_the_domains_provider_with_a_login_hint(
+    idp: LocalIdentityProvider,
+) -> None:
+    app = domains_app(idp)
+    client = app.test_client()
+    page = Elements(client.get("/sign-in?next=/x").text)
+    (field,) = page.all("input", name="email")
+    assert [attrs for attrs in page.all("label") if attrs["for"] == field["id"]]
+    assert "Sign in with your work e-mail" in page.text
+    assert field["type"] == "email"
+    assert page.all("input", type="hidden", name="next", value="/x")
+    (form,) = page.all("form", **{"class": "social-email-form"})
+    assert (form["method"], form["action"]) == ("get", "/sign-in")
+    started = client.get("/sign-in", query_string={"email": "ada@example.test", "next": "/x"})
+    assert started.status_code == 302
+    assert started.headers["Location"].startswith(idp.authorization_url)
+    assert query_of(started.headers["Location"])["login_hint"] == "ada@example.test"
+    done = client.get(callback_path_of(started.headers["Location"]))
+    assert done.status_code == 302
+    assert done.headers["Location"] == "/x"
+
+
+def callback_path_of(authorization_url: str) -> str:
+    from helpers import callback_path, follow_to_provider
+
+    return callback_path(follow_to_provider(authorization_url))
+
+
+@pytest.mark.parametrize(
+    ("query", "status", "said"),
+    [
+        ({"email": "ada@elsewhere.example"}, 404, "No sign-in is set up for that e-mail"),
+        ({"email": "not an address"}, 400, "That is not an e-mail address."),
+        ({"email": "ada@example.test", "code": "c", "state": "s"}, 400, "This page does not take"),
+    ],
+)
+def test_a_work_email_without_a_provider_is_said_on_the_page(
+    idp: LocalIdentityProvider, query: dict[str, str], status: int, said: str
+) -> None:
+    answer = domains_app(idp).test_client().get("/sign-in", query_string=query)
+    assert answer.status_code == status
+    page = Elements(answer.text)
+    assert page.all("p", role="alert")
+    assert any(text.startswith(said) for text in page.text), page.text
+    assert page.all("a", href="/authenticate/local")  # the buttons are still there
+    assert idp.authorization_requests == []
+
+
+def test_an_email_start_from_another_site_is_confirmed_first(idp: LocalIdentityProvider) -> None:
+    client = domains_app(idp).test_client()
+    address = "/sign-in?email=ada%40example.test"
+    asked = client.get(address, headers={"Sec-Fetch-Site": "cross-site"})
+    assert asked.status_code == 200
+    page = Elements(asked.text)
+    (form,) = page.all("form")
+    assert form["method"] == "post"
+    assert form["action"] == address
+    (token,) = page.all("input", name="start_token")
+    started = client.post(
+        address,
+        data={"start_token": token["value"]},
+        headers={"Origin": "http://localhost", "Sec-Fetch-Site": "same-origin"},
+    )
+    assert started.status_code == 302
+    assert query_of(started.headers["Location"])["login_hint"] == "ada@example.test"
+
+
+def test_a_post_to_the_page_without_an_email_is_refused(make_app: MakeApp) -> None:
+    app = make_app({}, SOCIAL_OAUTH2_SIGN_IN_PAGE="/sign-in")
+    assert app.test_client().post("/sign-in").status_code == 405

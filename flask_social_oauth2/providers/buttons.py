@@ -11,7 +11,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from flask import Blueprint, Response, g, make_response, render_template, request, url_for
+from flask import (
+    Blueprint,
+    Response,
+    abort,
+    g,
+    make_response,
+    render_template,
+    request,
+    url_for,
+)
+from flask.typing import ResponseReturnValue
 from markupsafe import Markup
 
 from ..errors import UnknownProviderError
@@ -47,6 +57,8 @@ BRANDS: Final[Mapping[str, str]] = {
 HANDLE_PROVIDERS: Final = frozenset({"bluesky"})
 #: The page's template; a file of this name in the app's templates replaces it.
 SIGN_IN_TEMPLATE: Final = "social_oauth2/sign_in.html"
+#: The query fields of a provider's callback, which the page's e-mail start refuses.
+_FLOW_FIELDS: Final = frozenset({"code", "state", "error", "iss"})
 #: Google Identity Services' origin, which its script, frames and requests come from.
 _GOOGLE_GSI: Final = "https://accounts.google.com/gsi/"
 
@@ -205,8 +217,38 @@ def show_sign_in_page(message: str | None = None, status: int = 200) -> Response
     return response
 
 
-def _sign_in_page_view() -> Response:
+def _sign_in_page_view() -> ResponseReturnValue:
+    """``GET`` the page; with ``?email=`` (its work e-mail form), start that address's
+    provider. A ``POST`` is the start confirmation's, for an e-mail start from another
+    origin's page."""
+    if "email" in request.args:
+        return _start_for_email(request.args["email"])
+    if request.method != "GET":
+        abort(405)
     return show_sign_in_page()
+
+
+def _start_for_email(address: str) -> ResponseReturnValue:
+    """Start the sign-in of the provider ``social.provider_for_email(address)`` names, with
+    ``login_hint`` set to the address (the specification's per-request override)."""
+    runtime = current_runtime()
+    if not work_email_form_applies(runtime) or _FLOW_FIELDS & request.args.keys():
+        return show_sign_in_page("This page does not take that request.", 400)
+    extension: Any = runtime.extension
+    try:
+        name = extension.provider_for_email(address)
+    except ValueError:
+        return show_sign_in_page("That is not an e-mail address.", 400)
+    if name is None:
+        return show_sign_in_page(
+            "No sign-in is set up for that e-mail address. Choose one of the buttons.", 404
+        )
+    provider: SocialProvider = extension.provider(name)
+    hinted = provider.with_settings(
+        lambda s: s.replace(authorization_params={**s.authorization_params, "login_hint": address})
+    )
+    started = hinted.authenticate()  # a start: callbacks are refused above
+    return started if isinstance(started, Response) else abort(400)
 
 
 def install(blueprint: Blueprint, page_rule: str | None) -> None:
@@ -215,4 +257,6 @@ def install(blueprint: Blueprint, page_rule: str | None) -> None:
     blueprint.add_app_template_global(social_sign_in_button, "social_sign_in_button")
     blueprint.add_app_template_global(social_sign_in_buttons, "social_sign_in_buttons")
     if page_rule is not None:
-        blueprint.add_url_rule(page_rule, "sign_in_page", _sign_in_page_view)
+        blueprint.add_url_rule(
+            page_rule, "sign_in_page", _sign_in_page_view, methods=["GET", "POST"]
+        )

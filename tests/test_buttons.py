@@ -15,7 +15,7 @@ from helpers import LOCAL_REDIRECT, MakeApp, block_for, example_value, idp_block
 from markupsafe import Markup
 
 from flask_social_oauth2 import SocialOAuth2
-from flask_social_oauth2.errors import ConfigurationError, UnknownProviderError
+from flask_social_oauth2.errors import ConfigurationError, SocialOAuth2Error, UnknownProviderError
 from flask_social_oauth2.local_idp import LocalIdentityProvider
 from flask_social_oauth2.providers.buttons import (
     social_sign_in_button,
@@ -585,3 +585,19 @@ def test_an_email_start_from_another_site_is_confirmed_first(idp: LocalIdentityP
 def test_a_post_to_the_page_without_an_email_is_refused(make_app: MakeApp) -> None:
     app = make_app({}, SOCIAL_OAUTH2_SIGN_IN_PAGE="/sign-in")
     assert app.test_client().post("/sign-in").status_code == 405
+
+
+def test_a_client_side_block_has_no_button(make_app: MakeApp) -> None:
+    app = make_app(
+        {
+            "spa": block_for("spa", authorizationURL=None, scope="profile"),
+            "github": block_for("github"),
+            # no authorizationURL, but an issuer whose discovery document names one
+            "google": block_for("google", authorizationURL=None),
+        }
+    )
+    html = render(app, "{{ social_sign_in_buttons() }}")
+    shown = [attrs["data-provider"] for _, attrs in Elements(html).tags if "data-provider" in attrs]
+    assert shown == ["github", "google"]
+    with pytest.raises(SocialOAuth2Error, match="'spa' has no sign-in button: it has no author"):
+        render(app, "{{ social_sign_in_button('spa') }}")

@@ -12,9 +12,17 @@ from typing import Any
 import pytest
 from flask import Flask
 from helpers import ALICE, CLIENT_ID, CLIENT_SECRET, free_port, idp_block
-from test_browser import Page, browser, page  # noqa: F401  (fixtures)
+from test_browser import (  # noqa: F401  (fixtures)
+    Page,
+    approve_at_local_provider,
+    browser,
+    example,
+    only_loopback,
+    page,
+)
 from test_buttons import every_brand
 
+from example_app.serve import RunningExample
 from flask_social_oauth2 import SocialOAuth2
 from flask_social_oauth2.local_idp import LocalIdentityProvider
 from flask_social_oauth2.local_idp.serving import LoopbackServer
@@ -199,3 +207,34 @@ def test_a_button_reaches_the_loopback_provider_and_signs_in(
     browser_page.wait_for_url(f"{running.url}/done")
     assert browser_page.text_content("#done") == "Signed in"
     assert len(idp.authorization_requests) == 1
+
+
+def test_the_examples_ready_page_at_a_phones_width_signs_in(
+    page: Page,  # noqa: F811
+    example: RunningExample,  # noqa: F811
+) -> None:
+    """The example app's ready page (its own template around the extension's buttons), in
+    its light and dark colours: no sideways scrolling, readable labels, and a sign-in."""
+    browser_page = page.page
+    browser_page.set_viewport_size({"width": 360, "height": 740})
+    for scheme in ("dark", "light"):
+        browser_page.emulate_media(color_scheme=scheme)
+        browser_page.goto(f"{example.url}sign-in")
+        page.shot(f"example-ready-page-{scheme}")
+        widths = browser_page.evaluate(
+            "() => [document.documentElement.scrollWidth, document.documentElement.clientWidth]"
+        )
+        assert widths[0] <= widths[1], widths
+        contrasts: list[dict[str, Any]] = browser_page.evaluate(CONTRASTS_JS)
+        low = [(c["text"], round(c["ratio"], 2)) for c in contrasts if c["ratio"] < 4.5]
+        assert low == [], scheme
+    assert browser_page.locator(".social-button").count() >= 3  # local, local-two, Bluesky
+    approve_at_local_provider(
+        page,
+        ".social-button[data-provider=local]",
+        "Ada Lovelace",
+        "ada@example.test",
+        example.url,
+    )
+    assert browser_page.text_content("#name") == "Ada Lovelace"
+    only_loopback(page, example)

@@ -24,7 +24,7 @@ from flask import (
 from flask.typing import ResponseReturnValue
 from markupsafe import Markup
 
-from ..errors import UnknownProviderError
+from ..errors import SocialOAuth2Error, UnknownProviderError
 from ..runtime import Runtime, current_runtime
 from ..web import buttons
 from ..web.provider import SocialProvider
@@ -74,6 +74,16 @@ def _title(provider: SocialProvider) -> str:
 
 def _signs_in_with_id_token(provider: SocialProvider) -> bool:
     return provider.settings.custom_properties.get("idTokenSignIn") == "true"
+
+
+def _has_button(provider: SocialProvider) -> bool:
+    """Whether a button can start ``provider``'s sign-in: it starts on the server (an
+    ``authorizationURL``, or an issuer whose discovery document names the endpoint), or it
+    signs in with Google's ID tokens. A block that only redeems a client-side framework's
+    code has none."""
+    if not isinstance(provider, OAuth2Provider) or _signs_in_with_id_token(provider):
+        return True
+    return provider.settings.authorization_url is not None or provider.issuer is not None
 
 
 def _provider(runtime: Runtime, name: str) -> SocialProvider:
@@ -133,16 +143,25 @@ def social_sign_in_button(name: str, next: str | None = None, text: str | None =
     :raises UnknownProviderError: when no provider of that name is configured.
     """
     runtime = current_runtime()
-    return _button(runtime, _provider(runtime, name), safe_next_path(next), text)
+    provider = _provider(runtime, name)
+    if not _has_button(provider):
+        raise SocialOAuth2Error(
+            f"provider {name!r} has no sign-in button: it has no authorizationURL, so its"
+            " sign-in runs in the browser (a client-side framework POSTs the code)"
+        )
+    return _button(runtime, provider, safe_next_path(next), text)
 
 
 def social_sign_in_buttons(next: str | None = None) -> Markup:
     """Every configured provider's :func:`social_sign_in_button`, in configuration order,
-    in a ``<div class="social-buttons">``."""
+    in a ``<div class="social-buttons">`` (not those whose sign-in only a client-side
+    framework runs: they have no ``authorizationURL``)."""
     runtime = current_runtime()
     next_path = safe_next_path(next)
     inner = Markup("").join(
-        _button(runtime, provider, next_path, None) for provider in runtime.providers.values()
+        _button(runtime, provider, next_path, None)
+        for provider in runtime.providers.values()
+        if _has_button(provider)
     )
     return Markup('<div class="social-buttons">{}</div>').format(inner)
 

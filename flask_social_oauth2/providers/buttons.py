@@ -8,6 +8,7 @@ built-in provider's brand, Bluesky's handle form, a block's ID-token sign-in.
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Mapping
 from typing import Any, Final
 from urllib.parse import quote
@@ -25,7 +26,7 @@ from flask import (
 from flask.typing import ResponseReturnValue
 from markupsafe import Markup
 
-from ..errors import SocialOAuth2Error, UnknownProviderError
+from ..errors import SocialOAuth2Error
 from ..runtime import Runtime, current_runtime
 from ..web import buttons
 from ..web.provider import SocialProvider
@@ -88,9 +89,13 @@ def _has_button(provider: SocialProvider) -> bool:
 
 
 def _provider(runtime: Runtime, name: str) -> SocialProvider:
-    provider = runtime.providers.get(name) if isinstance(name, str) else None
-    if provider is None:
-        raise UnknownProviderError(str(name), list(runtime.providers))
+    """``social.provider(name)``: the configured provider (or, where the app loads providers
+    at runtime, the loaded one).
+
+    :raises UnknownProviderError: naming the configured providers.
+    """
+    extension: Any = runtime.extension  # typed loosely: it sits above this module
+    provider: SocialProvider = extension.provider(name)
     return provider
 
 
@@ -215,8 +220,6 @@ def show_sign_in_page(message: str | None = None, status: int = 200) -> Response
     ``email_form`` and ``csp_nonce``; the page's Content-Security-Policy allows what it shows,
     unless the app's own view or hook sets one.
     """
-    import secrets
-
     runtime = current_runtime()
     nonce = _csp_nonce()
     if nonce is None:
@@ -265,7 +268,7 @@ def _start_for_email(address: str) -> ResponseReturnValue:
         return show_sign_in_page(
             "No sign-in is set up for that e-mail address. Choose one of the buttons.", 404
         )
-    provider: SocialProvider = extension.provider(name)
+    provider = _provider(runtime, name)
     hinted = provider.with_settings(
         lambda s: s.replace(authorization_params={**s.authorization_params, "login_hint": address})
     )

@@ -23,7 +23,16 @@ from typing import Any, Final
 
 from flask import Flask
 
-from . import api_calls, config_load, gunicorn_load, import_time, inprocess, par_start, report
+from . import (
+    api_calls,
+    buttons,
+    config_load,
+    gunicorn_load,
+    import_time,
+    inprocess,
+    par_start,
+    report,
+)
 from .apps import (
     BARE_URLLIB3,
     CONTENDERS,
@@ -89,7 +98,9 @@ SHORT: Final = Plan(
     import_rounds=7,
     import_runs=3,
 )
-SECTIONS: Final = ("redirect", "flow", "api", "par", "gunicorn", "cost", "config", "import")
+SECTIONS: Final = (
+    *("redirect", "flow", "api", "par", "gunicorn", "cost", "config", "import", "buttons"),
+)
 
 
 def log(message: str) -> None:
@@ -293,6 +304,17 @@ def run(plan: Plan, sections: Sequence[str], command: str) -> tuple[dict[str, An
                     detail="at most max(1 MiB, 10 bytes per flow)",
                 )
             )
+
+    if "buttons" in sections:
+        log("a page with and without every sign-in button, in process")
+        drawn = buttons.measure(
+            plan.rounds,
+            plan.redirect_batch_s,
+            on_round=lambda i, r: log(f"  buttons round {i + 1}: " + _brief(r)),
+        )
+        results["buttons"] = drawn.as_dict()
+        table += buttons.table(drawn)
+        checks.append(buttons.check(drawn))
 
     if "config" in sections:
         log(f"configuration load, {', '.join(map(str, plan.config_sizes))} providers")

@@ -73,6 +73,9 @@ def create_app(
         # Users, their linked identities and the identities' encrypted tokens, in one SQLite
         # file in the instance folder: the API calls of the account page use them.
         SOCIAL_OAUTH2_TOKEN_STORE="sqlite:///example.sqlite3",
+        # The extension's ready sign-in page, in the example's look
+        # (templates/social_oauth2/sign_in.html replaces the extension's own).
+        SOCIAL_OAUTH2_SIGN_IN_PAGE="/sign-in",
         EXAMPLE_DISABLED_PROVIDERS=missing,
         # Where the client-side page sends the browser: a single-page app knows its provider's
         # authorization endpoint itself (the block has no authorizationURL).

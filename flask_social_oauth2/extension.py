@@ -98,6 +98,7 @@ class SocialOAuth2:
         from .config.blocks import load_settings
         from .config.email_domains import domains_by_block
         from .options import DEFAULTS, read_options
+        from .providers.buttons import install as install_buttons
 
         if EXTENSION_KEY in app.extensions:
             raise SocialOAuth2Error(
@@ -122,7 +123,7 @@ class SocialOAuth2:
         if problems:
             raise ConfigurationError(problems)
         rule = options.rule
-        blueprint = Blueprint("social_oauth2", __name__)
+        blueprint = Blueprint("social_oauth2", __name__, template_folder="web/templates")
         blueprint.add_url_rule(
             rule, "authenticate", self._authenticate_view, methods=["GET", "POST"]
         )
@@ -130,6 +131,7 @@ class SocialOAuth2:
         blueprint.add_url_rule(
             f"{rule}/client-metadata.json", "client_metadata", served_documents.client_metadata_view
         )
+        install_buttons(blueprint, options.sign_in_page)
         app.register_blueprint(blueprint)
         scope = app_scope(app.import_name, rule)
         app.extensions[EXTENSION_KEY] = Runtime(
@@ -155,6 +157,7 @@ class SocialOAuth2:
             )
             if options.confirm_cross_site_starts
             else None,
+            sign_in_page=options.sign_in_page,
         )
         if options.check_redirect_urls:
             early_problems = redirect_url_problems(app, routes_complete=False)
@@ -455,6 +458,10 @@ class SocialOAuth2:
             for header, value in FLOW_PAGE_HEADERS.items():
                 response.headers.setdefault(header, value)
             return response
+        if current_runtime(app).sign_in_page is not None:
+            from .providers.buttons import show_sign_in_page
+
+            return show_sign_in_page(error.public_message, error.status_code)
         return error_page(error.public_message, error.status_code)
 
     def _respond_to_success(

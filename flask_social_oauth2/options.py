@@ -33,6 +33,7 @@ DEFAULTS: Final[Mapping[str, Any]] = MappingProxyType(
         "SOCIAL_OAUTH2_TOKEN_KEYS": None,
         "SOCIAL_OAUTH2_REFRESH_LEEWAY": 30,
         "SOCIAL_OAUTH2_CROSS_SITE_START": "confirm",
+        "SOCIAL_OAUTH2_SIGN_IN_PAGE": None,
     }
 )
 
@@ -65,6 +66,8 @@ class Options:
     check_redirect_urls: bool
     #: ``SOCIAL_OAUTH2_PROVIDER_CLASSES``.
     provider_classes: Mapping[str, Any]
+    #: ``SOCIAL_OAUTH2_SIGN_IN_PAGE``: the path of the ready sign-in page, ``None`` for none.
+    sign_in_page: str | None = None
 
 
 def read_options(config: Mapping[str, Any]) -> Options:
@@ -138,6 +141,20 @@ def read_options(config: Mapping[str, Any]) -> Options:
                 None, "SOCIAL_OAUTH2_PROVIDER_CLASSES", "must map provider names to classes"
             )
         )
+    sign_in_page = config["SOCIAL_OAUTH2_SIGN_IN_PAGE"]
+    if sign_in_page is not None and (
+        not isinstance(sign_in_page, str)
+        or not sign_in_page.startswith("/")
+        or "<" in sign_in_page
+        or any(not "\x21" <= c <= "\x7e" for c in sign_in_page)
+    ):
+        problems.append(
+            ConfigurationProblem(
+                None,
+                "SOCIAL_OAUTH2_SIGN_IN_PAGE",
+                f"must be a path such as '/sign-in' (or None for no page), not {sign_in_page!r}",
+            )
+        )
     if problems:
         raise ConfigurationError(problems)
     return Options(
@@ -153,4 +170,5 @@ def read_options(config: Mapping[str, Any]) -> Options:
         session_key=config["SOCIAL_OAUTH2_SESSION_KEY"],
         check_redirect_urls=bool(config["SOCIAL_OAUTH2_CHECK_REDIRECT_URLS"]),
         provider_classes=config["SOCIAL_OAUTH2_PROVIDER_CLASSES"],
+        sign_in_page=sign_in_page,
     )

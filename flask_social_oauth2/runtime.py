@@ -65,6 +65,8 @@ class Runtime:
     start_confirmation: StartConfirmation | None = None
     #: The redirect URL rule's problems, found at the first request (``None`` until then).
     redirect_problems: tuple[ConfigurationProblem, ...] | None = None
+    #: The path of the ready sign-in page (``SOCIAL_OAUTH2_SIGN_IN_PAGE``); ``None``: none.
+    sign_in_page: str | None = None
 
 
 def current_runtime(app: Flask | None = None) -> Runtime:

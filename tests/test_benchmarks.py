@@ -24,6 +24,7 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks import (  # noqa: E402
     api_calls,
+    buttons,
     config_load,
     import_time,
     inprocess,
@@ -232,6 +233,24 @@ def test_one_round_of_the_par_section() -> None:
     assert lines[0].startswith("sign-in start with and without PAR")
     assert any(line.startswith("  with PAR / without PAR: ") for line in lines)
     assert any("extra - round trip" in line for line in lines)
+
+
+def test_one_round_of_the_buttons_section() -> None:
+    rounds = buttons.measure(rounds=1, batch_s=0.01)
+    assert list(rounds.rates) == list(buttons.CONTENDERS)
+    assert all(rates[0] > 0 for rates in rounds.rates.values())
+    check = buttons.check(rounds)
+    assert check.kind == "at most"
+    assert check.target == buttons.TARGET_MS
+    lines = buttons.table(rounds)
+    assert lines[0].startswith("a page with and without every sign-in button")
+    assert any(line.startswith("  extra per page with the buttons: ") for line in lines)
+
+
+def test_a_page_without_its_buttons_invalidates_the_buttons_section() -> None:
+    app = buttons.buttons_app()
+    with pytest.raises(inprocess.BenchmarkError, match="/page answered 200"):
+        buttons.page_runner(app, "/page", "Sign in with Bluesky")(1)
 
 
 def test_a_start_that_does_not_push_invalidates_the_par_section() -> None:

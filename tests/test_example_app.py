@@ -152,6 +152,31 @@ def test_the_sign_in_page_lists_providers_and_what_turns_the_others_on() -> None
     assert not re.search(r'(src|href|action)="(?!/)', page), "the page refers to another site"
 
 
+def test_the_ready_sign_in_page_draws_the_extensions_buttons_in_the_examples_look(
+    local: tuple[Flask, LocalIdentityProvider],
+) -> None:
+    app, idp = local
+    client = app.test_client()
+    assert 'href="/sign-in"' in client.get("/").get_data(as_text=True)
+    response = client.get("/sign-in")
+    page = response.get_data(as_text=True)
+    assert response.status_code == 200
+    assert "flask-social-oauth2 example app" in page  # the example's own template
+    assert (
+        '<a class="social-button social-button--neutral" href="/authenticate/local?next=/profile"'
+        in page
+    )
+    assert "Sign in with the local identity provider" in page
+    assert 'data-provider="local-spa"' not in page  # its sign-in runs in the browser
+    assert '<form class="social-handle-form" method="get" action="/authenticate/bluesky"' in page
+    nonce = re.search(r'<style nonce="([^"]+)">', page)
+    assert nonce is not None
+    assert f"style-src 'nonce-{nonce.group(1)}'" in response.headers["Content-Security-Policy"]
+    assert ".social-button--bluesky" in page.split("</style>")[0]
+    started = client.get("/authenticate/local?next=/profile")
+    assert started.headers["Location"].startswith(idp.url)
+
+
 def test_without_the_local_providers_the_page_says_how_to_start_the_example() -> None:
     page = create_app().test_client().get("/").get_data(as_text=True)
     assert "No local identity provider is running." in page

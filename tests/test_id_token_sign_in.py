@@ -517,3 +517,11 @@ def test_a_credential_that_is_no_jws_is_refused_before_any_fetch(
     nonce_for(client)
     assert post_credential(client, credential).status_code == 400
     assert fault_server.requests == []
+
+
+def test_a_nonce_needs_the_secret_key(make_app: MakeApp, google: LocalGoogle) -> None:
+    app = one_tap_app(make_app, google)
+    app.secret_key = None
+    social: SocialOAuth2 = app.extensions["social_oauth2"].extension
+    with app.test_request_context(), pytest.raises(SocialOAuth2Error, match="SECRET_KEY"):
+        social.id_token_nonce("google")

@@ -250,6 +250,7 @@ class NonceCookie:
     def issue(self, provider: str, next_url: str | None) -> str:
         """A nonce for ``provider``: one this browser holds already for the same ``next_url``
         while it has more than half its lifetime left, else a new one."""
+        self._serializer()  # no SECRET_KEY: refused now, not when the response is written
         entries = self.load()
         now = state_cookie.now()
         for entry in reversed(entries):

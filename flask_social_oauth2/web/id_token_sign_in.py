@@ -174,23 +174,27 @@ class NonceCookie:
     Made for one use from the app's :class:`StateCookieStore`; a request's nonces live in
     :data:`flask.g`."""
 
-    __slots__ = ("name", "path", "salt", "ttl")
+    __slots__ = ("_signer", "name", "path", "salt", "ttl")
 
     def __init__(self, store: StateCookieStore) -> None:
         self.name = f"{store.name}_nonce"
         self.path = store.path
         self.ttl = store.ttl
         self.salt = store.salt + _SALT_SUFFIX
+        self._signer: StateSerializer | None = None
 
     def _cookie_name(self) -> str:
         return f"__Host-{self.name}" if request.is_secure else self.name
 
     def _serializer(self) -> StateSerializer:
+        if self._signer is not None:
+            return self._signer
         app = current_app._get_current_object()  # type: ignore[attr-defined]
         if not app.secret_key:
             raise SocialOAuth2Error("flask-social-oauth2 needs the app's SECRET_KEY to sign nonces")
         fallbacks = tuple(app.config.get("SECRET_KEY_FALLBACKS") or ())
-        return make_serializer(app.secret_key, fallbacks, self.salt)
+        self._signer = make_serializer(app.secret_key, fallbacks, self.salt)
+        return self._signer
 
     def load(self) -> list[IssuedNonce]:
         """The browser's unexpired nonces (a bad, foreign or expired cookie holds none)."""

@@ -525,3 +525,15 @@ def test_a_nonce_needs_the_secret_key(make_app: MakeApp, google: LocalGoogle) ->
     social: SocialOAuth2 = app.extensions["social_oauth2"].extension
     with app.test_request_context(), pytest.raises(SocialOAuth2Error, match="SECRET_KEY"):
         social.id_token_nonce("google")
+
+
+def test_a_megabyte_credential_is_capped(app: Flask, fault_server: FaultServer) -> None:
+    outcome = watch(app)
+    client = app.test_client()
+    client.set_cookie("g_csrf_token", "pair")
+    answer = client.post(
+        "/authenticate/google", data={"credential": "x" * 1_000_000, "g_csrf_token": "pair"}
+    )
+    assert answer.status_code == 400
+    assert isinstance(outcome.error, InvalidCallbackError)
+    assert fault_server.requests == []

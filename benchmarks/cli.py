@@ -28,6 +28,7 @@ from . import (
     buttons,
     config_load,
     gunicorn_load,
+    id_token_sign_in,
     import_time,
     inprocess,
     par_start,
@@ -99,7 +100,8 @@ SHORT: Final = Plan(
     import_runs=3,
 )
 SECTIONS: Final = (
-    *("redirect", "flow", "api", "par", "gunicorn", "cost", "config", "import", "buttons"),
+    *("redirect", "flow", "api", "par", "idtoken", "gunicorn", "cost", "config", "import"),
+    "buttons",
 )
 
 
@@ -259,6 +261,18 @@ def run(plan: Plan, sections: Sequence[str], command: str) -> tuple[dict[str, An
             results["par"] = pushed.rounds.as_dict() | pushed.summary()
             table += par_start.table(pushed)
             checks.append(par_start.check(pushed))
+
+        if "idtoken" in sections:
+            log("ID-token sign-in against a whole code-flow sign-in, in process")
+            signed_in = id_token_sign_in.measure(
+                server,
+                plan.rounds,
+                plan.flow_batch_s,
+                on_round=lambda i, r: log(f"  idtoken round {i + 1}: " + _brief(r)),
+            )
+            results["idtoken"] = signed_in.rounds.as_dict() | {"page_us": signed_in.page_us}
+            table += id_token_sign_in.table(signed_in)
+            checks.append(id_token_sign_in.check(signed_in))
 
         if "gunicorn" in sections:
             log("gunicorn, 2 workers, bounded concurrent load")

@@ -20,6 +20,7 @@ from .runtime import current_runtime
 if TYPE_CHECKING:
     from .config.settings import OAuth2Info
     from .tokens.identity import Identity, IdentityStore
+    from .tokens.store import TokenStore
 
 logger = logging.getLogger("flask_social_oauth2")
 
@@ -33,14 +34,33 @@ MAX_USER_ID: Final = 255
 
 def remember_sign_in(provider: str, key: str, info: OAuth2Info) -> None:
     """Keep the token of the identity just signed in in the app's token store, and remember
-    that this browser (its session) and this request (:data:`flask.g`) signed in with it."""
+    that this browser (its session) and this request (:data:`flask.g`) signed in with it. A
+    sign-in without an access token (an ID token the browser posted) keeps nothing: the
+    browser then has no API identity for ``provider``."""
     setattr(g, _JUST_SIGNED_IN, (provider, key))
     store = current_runtime().token_store
+    if not info.access_token:  # an ID token the browser posted: no token to keep, no API
+        _forget_in_browser(provider, store)
+        return
     if store is None:
         return
     store.save(provider, key, info)
     current = session._get_current_object()  # type: ignore[attr-defined]  # once, not twice
     current[SIGNED_IN_KEY] = {**_identities(current), provider: key}
+
+
+def _forget_in_browser(provider: str, store: TokenStore | None) -> None:
+    """This browser has no API identity for ``provider`` any more (a token kept in the
+    session for an earlier one goes with it)."""
+    from .tokens.session import SessionTokenStore
+
+    mine = signed_in()
+    earlier = mine.pop(provider, None)
+    if earlier is None:
+        return
+    if isinstance(store, SessionTokenStore):
+        store.delete(provider, earlier)
+    session[SIGNED_IN_KEY] = mine
 
 
 def signed_in() -> dict[str, str]:

@@ -369,6 +369,19 @@ class SocialOAuth2:
         rows. Call it in a request."""
         accounts.sign_out(revoke=revoke)
 
+    def id_token_nonce(self, name: str, *, next: str | None = None) -> str:
+        """A nonce for the Google sign-in markup of block ``name`` (``idTokenSignIn``), issued
+        to this browser in a signed cookie, single-use, good for ``SOCIAL_OAUTH2_STATE_TTL``
+        seconds; ``next``: where that sign-in goes (a same-origin path). See docs/one-tap.md.
+
+        :raises SocialOAuth2Error: for a block without ``idTokenSignIn`` (or unknown)."""
+        from .web.id_token_sign_in import issue_nonce
+
+        provider = self.provider(name)
+        if not _is_oauth2(provider):
+            raise SocialOAuth2Error(f"provider {name!r} does not take ID tokens from the browser")
+        return issue_nonce(provider, current_runtime(), next)
+
     def next_url(self, default: str = "/") -> str:
         """Where to send the user after the sign-in this request finished: the ``next`` path
         given when it started (checked to be same-origin), else ``default``."""
@@ -424,13 +437,17 @@ class SocialOAuth2:
             )
             logger.error("%s", missing)
             return misconfigured_page([missing])
+        posted_id_token = request.method == "POST" and _takes_id_token(selected)
         posted_json = (
             request.method == "POST"
+            and not posted_id_token
             and not _has_form_post_callback(selected)
             and not StartConfirmation.is_posted()
         )
         try:
-            if posted_json:
+            if posted_id_token:
+                info = _finish_id_token_sign_in(selected, state)
+            elif posted_json:
                 info = _exchange_posted_code(selected)
             else:
                 result = selected.authenticate()
@@ -507,6 +524,19 @@ def _has_form_post_callback(provider: SocialProvider) -> bool:
     or a block's ``customProperties.responseMode``), read by its own
     :meth:`~SocialProvider.authenticate`."""
     return _is_oauth2(provider) and provider.uses_form_post()
+
+
+def _takes_id_token(provider: SocialProvider) -> bool:
+    from .web.id_token_sign_in import is_posted  # imported by init_app: a lookup
+
+    return _is_oauth2(provider) and is_posted(provider.settings)
+
+
+def _finish_id_token_sign_in(provider: SocialProvider, runtime: Runtime) -> OAuth2Info:
+    from .web.id_token_sign_in import finish  # see web/id_token_sign_in.py
+
+    assert _is_oauth2(provider)
+    return finish(provider, runtime)
 
 
 def _exchange_posted_code(provider: SocialProvider) -> OAuth2Info:

@@ -724,3 +724,83 @@ def record_cookies_set(page: Any, prefix: str) -> list[str]:
 
     page.on("response", cookies_set)
     return values
+
+
+# -- ID tokens posted by the browser (Google Identity Services) ---------------------------------
+
+#: The value the stand-in for Google's script puts in the ``g_csrf_token`` cookie and field.
+CSRF_PAIR = "double-submit-pair-value"
+
+
+class LocalGoogle(FakeOpenIDProvider):
+    """A stand-in for Google's issuer on loopback: its discovery document and key set, served by
+    the fault server, and ID tokens shaped like those Google's sign-in hands a page (``azp``,
+    ``hd``, ``email_verified``, ``picture``, the page's ``nonce``), signed with ``key``."""
+
+    def __init__(self, server: FaultServer, key: RSAKey) -> None:
+        super().__init__(server, key)
+        self.key = key
+
+    def credential(self, nonce: str | None, **changes: Any) -> str:
+        """An ID token for ``nonce``; ``changes`` change (``None``: drop) its claims."""
+        google: dict[str, Any] = {
+            "azp": CLIENT_ID,
+            "hd": "example.test",
+            "email": "ada@example.test",
+            "email_verified": True,
+            "picture": "https://lh3.googleusercontent.com/a/ada",
+            "nonce": nonce,
+            "exp": int(time.time()) + 3600,
+        }
+        return signed(self.key, "RS256", self.claims(**{**google, **changes}))
+
+
+def one_tap_block(issuer: str, **custom: str) -> dict[str, Any]:
+    """A ``google`` block that takes posted ID tokens, its issuer ``issuer``."""
+    return {
+        "authorizationURL": "https://accounts.google.com/o/oauth2/v2/auth",
+        "accessTokenURL": "https://oauth2.googleapis.com/token",
+        "clientID": CLIENT_ID,
+        "clientSecret": CLIENT_SECRET,
+        "redirectURL": "/authenticate/google",
+        "scope": "openid email profile",
+        "customProperties": {"issuer": issuer, "idTokenSignIn": "true", **custom},
+    }
+
+
+def one_tap_app(make_app: MakeApp, google: LocalGoogle, **custom: str) -> Flask:
+    """An app with :func:`one_tap_block`; ``GET /nonce?next=...`` answers a nonce for this
+    browser, ``GET /api`` the name of the error ``social.api("google")`` raises (or ``ok``)."""
+    from flask import request
+
+    app = make_app({"google": one_tap_block(google.issuer, **custom)})
+    social: SocialOAuth2 = app.extensions["social_oauth2"].extension
+
+    @app.get("/nonce")
+    def nonce() -> str:
+        return social.id_token_nonce("google", next=request.args.get("next"))
+
+    @app.get("/api")
+    def api() -> str:
+        try:
+            social.api("google")
+        except AuthenticationError as error:
+            return type(error).__name__
+        return "ok"
+
+    return app
+
+
+def post_credential(
+    client: Any, credential: str, *, field: str | None = CSRF_PAIR, cookie: str | None = CSRF_PAIR
+) -> Any:
+    """POST ``credential`` as Google's script does: the ``g_csrf_token`` cookie (``None``: none)
+    and form field (``None``: none)."""
+    if cookie is None:
+        client.delete_cookie("g_csrf_token")
+    else:
+        client.set_cookie("g_csrf_token", cookie)
+    form = {"credential": credential}
+    if field is not None:
+        form["g_csrf_token"] = field
+    return client.post("/authenticate/google", data=form)

@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from joserfc.jwk import RSAKey
 
 from flask_social_oauth2.oauth import dpop
 
@@ -26,6 +27,7 @@ from benchmarks import (  # noqa: E402
     api_calls,
     buttons,
     config_load,
+    id_token_sign_in,
     import_time,
     inprocess,
     par_start,
@@ -251,6 +253,33 @@ def test_a_page_without_its_buttons_invalidates_the_buttons_section() -> None:
     app = buttons.buttons_app()
     with pytest.raises(inprocess.BenchmarkError, match="/page answered 200"):
         buttons.page_runner(app, "/page", "Sign in with Bluesky")(1)
+
+
+def test_one_round_of_the_id_token_section() -> None:
+    with inprocess.provider_server() as server:
+        measured = id_token_sign_in.measure(server, rounds=1, batch_s=0.01, warm_up=2)
+        stats = server.stats()
+    rounds = measured.rounds
+    assert list(rounds.rates) == list(id_token_sign_in.CONTENDERS)
+    assert all(rates[0] > 0 for rates in rounds.rates.values())
+    assert stats["project"]["token_requests"] > 2  # the code flow did its whole work
+    assert measured.page_us  # one value per batch of the rounds (each cut in slices)
+    assert all(us > 0 for us in measured.page_us)
+    check = id_token_sign_in.check(measured)
+    assert (check.kind, check.target) == ("at most", id_token_sign_in.TARGET)
+    lines = id_token_sign_in.table(measured)
+    assert lines[0].startswith("ID-token sign-in against a whole code-flow sign-in")
+    assert any("id-token time / code-flow time" in line for line in lines)
+
+
+def test_an_id_token_sign_in_that_fails_invalidates_the_section() -> None:
+    with id_token_sign_in.issuer() as signer:
+        app = id_token_sign_in.id_token_app(signer.url, "refusing")
+        other = id_token_sign_in.Issuer.__new__(id_token_sign_in.Issuer)
+        other.key = RSAKey.generate_key(2048, parameters={"kid": "bench-1"})
+        other.url = signer.url  # the right issuer, a key it does not publish
+        with pytest.raises(inprocess.BenchmarkError, match="ID-token sign-in answered 400"):
+            id_token_sign_in.id_token_runner(app, other)(1)
 
 
 def test_a_start_that_does_not_push_invalidates_the_par_section() -> None:

@@ -48,6 +48,7 @@ from flask_social_oauth2.tokens.cipher import TokenCipher
 from flask_social_oauth2.tokens.sql import SQLAlchemyTokenStore
 from flask_social_oauth2.web.callback import Callback
 from flask_social_oauth2.web.form_post import FormPost
+from flask_social_oauth2.web.id_token_sign_in import IssuedNonce, OneTap
 from flask_social_oauth2.web.state_cookie import PendingFlow, StateSerializer
 
 SECRET: Final = "s3cr3t-9c1d4e"
@@ -218,6 +219,8 @@ FACTORIES: Final[dict[type, Callable[[], object]]] = {
     TokenResponse: lambda: TokenResponse(access_token=ACCESS, refresh_token=REFRESH),
     LocalAuthorizationServer: lambda: local_idp().authorization_server,
     FormPost: lambda: FormPost(STATE, CODE, None, None, '{"name": {}}', False),
+    IssuedNonce: lambda: IssuedNonce("google", NONCE, 1, "/next"),
+    OneTap: lambda: OneTap(CLIENT_ID, "https://app.example/authenticate/google", NONCE),
     Callback: lambda: Callback(STATE, CODE, "access_denied", None),
     CheckedSecret: lambda: CheckedSecret({"alg": "ES256"}, {"sub": CLIENT_ID}, None, SECRET),
     _Made: lambda: _Made(SECRET, 0.0),

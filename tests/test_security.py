@@ -26,12 +26,15 @@ from helpers import (
     CLIENT_ID,
     CLIENT_SECRET,
     LOCAL_REDIRECT,
+    LocalGoogle,
     MakeApp,
     browser_code,
     callback_path,
     fault_app,
     follow_to_provider,
     idp_block,
+    one_tap_app,
+    post_credential,
     query_of,
     sign_in,
     start_flow,
@@ -953,3 +956,51 @@ def test_s13_a_custom_view_calling_authenticate_is_safe_from_head_too(
     assert idp.token_requests == []
     response = client.get("/tenant/local?" + callback.split("?", 1)[1])
     assert response.text == "signed in: Bearer"
+
+
+# -- Browser-issued ID tokens -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "attack", ["mismatched-pair", "replayed", "another-client", "foreign-hd", "foreign-nonce"]
+)
+def test_s42_a_browser_posted_id_token_needs_the_pair_its_nonce_and_the_checks(
+    make_app: MakeApp, fault_server: FaultServer, rsa_key: Any, attack: str
+) -> None:
+    google = LocalGoogle(fault_server, rsa_key)
+    app = one_tap_app(make_app, google, hostedDomains="example.test")
+    signed_in: list[SocialProfile] = []
+    failed: list[AuthenticationError] = []
+
+    @extension(app).on_authenticated
+    def done(provider: SocialProvider, info: OAuth2Info, profile: SocialProfile) -> str:
+        signed_in.append(profile)
+        return "signed in"
+
+    @extension(app).on_error
+    def refused(provider: str, error: AuthenticationError) -> tuple[str, int]:
+        failed.append(error)
+        return "refused", error.status_code
+
+    client = app.test_client()
+    nonce = client.get("/nonce").text
+    if attack == "replayed":
+        credential = google.credential(nonce)
+        assert post_credential(client, credential).text == "signed in"
+        signed_in.clear()
+        answer = post_credential(client, credential)
+    elif attack == "mismatched-pair":
+        answer = post_credential(client, google.credential(nonce), field="planted-by-attacker")
+    elif attack == "another-client":
+        answer = post_credential(client, google.credential(nonce, aud="other", azp="other"))
+    elif attack == "foreign-hd":
+        answer = post_credential(client, google.credential(nonce, hd="attacker.test"))
+    else:  # the attacker's own nonce, from their own browser
+        attacker = app.test_client()
+        answer = post_credential(client, google.credential(attacker.get("/nonce").text))
+    expected = 403 if attack == "foreign-hd" else 400
+    assert (answer.status_code, answer.text) == (expected, "refused")
+    assert signed_in == []
+    assert len(failed) == 1
+    with client.session_transaction() as session:
+        assert "social_profile" not in session

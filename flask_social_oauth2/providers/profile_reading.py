@@ -9,6 +9,7 @@ from typing import Any, Protocol
 
 from ..config.settings import OAuth2Info, SocialProfile
 from ..errors import ProfileRetrievalError
+from ..web import id_token_sign_in
 from .hooks import HookedProvider, ProviderHooks
 
 logger = logging.getLogger("flask_social_oauth2")
@@ -32,7 +33,10 @@ class ProfileSource(HookedProvider, Protocol):
 def retrieve(provider: ProfileSource, info: OAuth2Info) -> SocialProfile:
     """See :meth:`OAuth2Provider.retrieve_profile <.oauth2.OAuth2Provider.retrieve_profile>`:
     fetched (by the hooks, else the provider), checked against the ID token, read, finished
-    and completed, in that order."""
+    and completed, in that order; for a sign-in without an access token (an ID token the
+    browser posted), read from the verified claims."""
+    if not info.access_token:  # an ID token the browser posted: its verified claims
+        return id_token_sign_in.profile(provider.name, info)
     hooks = provider.hooks
     fetched = hooks.fetch_profile(provider, info)
     raw = provider.fetch_profile(info) if fetched is None else fetched

@@ -20,7 +20,7 @@ from ..oauth import client_auth, dpop, flow, par, revocation
 from ..oauth.dpop import DPoPKey
 from ..oauth.provider_response import ProviderResponse
 from ..oidc import discovery, id_token, tenants
-from ..web import form_post
+from ..web import form_post, id_token_sign_in
 from ..web.redirects import resolve_redirect_uri
 from ..web.state_cookie import PendingFlow
 from .client import DPOP_KEY, BodyWith
@@ -157,6 +157,7 @@ def block_problems(
     problems.extend(id_token.settings_problems(settings, verifies=verifies))
     problems.extend(tenants.settings_problems(settings, verifies=verifies))
     problems.extend(form_post.settings_problems(settings, always=form_post_always))
+    problems.extend(id_token_sign_in.settings_problems(settings, issuer=issuer))
     return problems
 
 

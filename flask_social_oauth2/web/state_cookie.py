@@ -389,17 +389,29 @@ class StateCookieStore:
         ``Max-Age`` alone (RFC 6265 5.2.2; what every current browser reads; an ``Expires``
         beside it cost a date formatted here and parsed again by every client), ``HttpOnly``
         and ``SameSite=Lax``."""
-        return dump_cookie(
-            self._secure_name if secure else self.name,
-            value,
-            max_age=self.ttl if value else 0,
-            path="/" if secure else self.path,
-            secure=secure,
-            httponly=True,
-            samesite="Lax",
-            sync_expires=False,
-            max_size=max_size,
+        name = self._secure_name if secure else self.name
+        return flow_cookie(
+            name, value, ttl=self.ttl, path=self.path, secure=secure, max_size=max_size
         )
+
+
+def flow_cookie(
+    name: str, value: str, *, ttl: int, path: str, secure: bool, max_size: int = 4093
+) -> str:
+    """The ``Set-Cookie`` value of a flow cookie ``name`` holding ``value`` (``""`` deletes it):
+    ``Max-Age`` alone, ``HttpOnly``, ``SameSite=Lax``, and on https (``secure``) ``Secure``
+    with ``Path=/`` (``name`` then has the ``__Host-`` prefix), else ``path``."""
+    return dump_cookie(
+        name,
+        value,
+        max_age=ttl if value else 0,
+        path="/" if secure else path,
+        secure=secure,
+        httponly=True,
+        samesite="Lax",
+        sync_expires=False,
+        max_size=max_size,
+    )
 
 
 def _vary_on_cookie(response: Any) -> None:

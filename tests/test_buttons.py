@@ -290,6 +290,32 @@ def test_an_id_token_block_gets_googles_markup(make_app: MakeApp) -> None:
     assert page.all("div", **{"class": "g_id_signin social-google-button"})
 
 
+def test_the_page_issues_this_browser_an_id_token_nonce_for_googles_markup(
+    make_app: MakeApp,
+) -> None:
+    app = make_app(
+        {"google": block_for("google", customProperties={"idTokenSignIn": "true"})},
+        SOCIAL_OAUTH2_SIGN_IN_PAGE="/sign-in",
+    )
+    browser = app.test_client()
+    answer = browser.get("/sign-in?next=/after")
+    (onload,) = Elements(answer.text).all("div", id="g_id_onload")
+    nonce = onload["data-nonce"]
+    assert len(nonce) >= 22
+    cookies = [c for c in answer.headers.getlist("Set-Cookie") if "_nonce=" in c]
+    assert len(cookies) == 1
+    assert "HttpOnly" in cookies[0]
+    assert nonce not in cookies[0]  # signed, kept as its digest: the page alone cannot replay it
+    second = Elements(browser.get("/sign-in?next=/after").text).all("div", id="g_id_onload")[0]
+    assert second["data-nonce"] == nonce  # reused while fresh: one nonce per browser
+    assert (
+        Elements(app.test_client().get("/sign-in").text).all("div", id="g_id_onload")[0][
+            "data-nonce"
+        ]
+        != nonce
+    )  # another browser, another nonce
+
+
 def test_googles_markup_carries_the_id_token_nonce_and_escapes() -> None:
     html = str(buttons.one_tap_markup('a"b', "https://app.example/x?a=1&b=2", "n<1>", None))
     page = Elements(html)

@@ -29,6 +29,7 @@ from markupsafe import Markup
 from ..errors import SocialOAuth2Error
 from ..runtime import Runtime, current_runtime
 from ..web import buttons
+from ..web.id_token_sign_in import one_tap
 from ..web.provider import SocialProvider
 from ..web.redirects import safe_next_path
 from ..web.state_cookie import FLOW_PAGE_HEADERS
@@ -106,16 +107,6 @@ def _csp_nonce() -> str | None:
     return nonce if isinstance(nonce, str) and nonce else None
 
 
-def _id_token_nonce(runtime: Runtime, name: str) -> str | None:
-    """The nonce ``social.id_token_nonce(name)`` issues this browser for its ID-token
-    sign-in (``None`` where the extension has no ID-token sign-in)."""
-    issue = getattr(runtime.extension, "id_token_nonce", None)
-    if issue is None:
-        return None
-    nonce = issue(name)
-    return nonce if isinstance(nonce, str) else None
-
-
 def _button(runtime: Runtime, provider: SocialProvider, next_path: str | None, text: Any) -> Markup:
     name = provider.name
     kind = _kind(provider)
@@ -123,10 +114,11 @@ def _button(runtime: Runtime, provider: SocialProvider, next_path: str | None, t
     title = _title(provider)
     wording = str(text) if text else None
     if _signs_in_with_id_token(provider):
+        google = one_tap(provider, runtime, next_path)  # a nonce issued to this browser
         return buttons.one_tap_markup(
-            client_id=provider.settings.client_id,
-            login_uri=url_for(runtime.endpoint, provider=name, _external=True),
-            nonce=_id_token_nonce(runtime, name),
+            client_id=google.client_id,
+            login_uri=google.login_uri,
+            nonce=google.nonce,
             csp_nonce=_csp_nonce(),
         )
     if kind in HANDLE_PROVIDERS:

@@ -178,12 +178,15 @@ def any_tenant_warnings(providers: Mapping[str, SocialProvider]) -> list[str]:
     ``login.microsoftonline.com``) on the multi-tenant ``common``, ``organizations`` or
     ``consumers`` endpoints without ``customProperties.allowedTenants``: the users of any
     organisation can sign in. Read from the blocks alone; nothing is fetched."""
+    from .providers.base import BuiltinProvider  # imported by init_app already
+    from .providers.oauth2 import OAuth2Provider
+
     warnings = []
     for name, provider in providers.items():
-        settings = provider.settings
-        issuer = getattr(provider, "issuer", None)
-        facts = getattr(type(provider), "facts", None)
-        if getattr(facts, "name", None) in tenants.MICROSOFT_NAMES:
+        if not isinstance(provider, OAuth2Provider):
+            continue
+        settings, issuer = provider.settings, provider.issuer
+        if isinstance(provider, BuiltinProvider) and provider.facts.name in tenants.MICROSOFT_NAMES:
             address = issuer if isinstance(issuer, str) else settings.access_token_url
         elif isinstance(issuer, str) and urlsplit(issuer).hostname == tenants.MICROSOFT_HOST:
             address = issuer

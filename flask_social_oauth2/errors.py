@@ -87,7 +87,8 @@ class AuthenticationError(SocialOAuth2Error):
 
 
 class AccessDeniedError(AuthenticationError):
-    """The user (or the provider) refused the authorization."""
+    """The user (or the provider) refused the authorization, or the verified ID token's tenant
+    is not one the block's ``customProperties.allowedTenants`` lists."""
 
     status_code = 403
     public_message = "Sign-in was cancelled or refused at the provider."

@@ -290,30 +290,6 @@ def test_an_id_token_block_gets_googles_markup(make_app: MakeApp) -> None:
     assert page.all("div", **{"class": "g_id_signin social-google-button"})
 
 
-class IssuesIdTokenNonces(SocialOAuth2):
-    """Stands in for the extension's ``id_token_nonce`` (the ID-token sign-in's nonce, bound
-    to this browser and carrying ``next``)."""
-
-    def id_token_nonce(self, name: str, *, next: str | None = None) -> str:
-        return f"nonce-for-{name}-{next}"
-
-
-def test_googles_markup_asks_the_extension_for_a_nonce_that_carries_next() -> None:
-    app = Flask("one_tap")
-    app.config.update(
-        SECRET_KEY="test-secret-key",
-        TRUSTED_HOSTS=["localhost"],
-        SOCIAL_OAUTH2_PROVIDERS={
-            "google": block_for("google", customProperties={"idTokenSignIn": "true"})
-        },
-    )
-    IssuesIdTokenNonces(app)
-    html = render(app, "{{ social_sign_in_button('google', next='/account') }}")
-    (onload,) = Elements(html).all("div", id="g_id_onload")
-    assert onload["data-nonce"] == "nonce-for-google-/account"
-    assert onload["data-login_uri"] == "http://localhost/authenticate/google"
-
-
 def test_googles_markup_carries_the_id_token_nonce_and_escapes() -> None:
     html = str(buttons.one_tap_markup('a"b', "https://app.example/x?a=1&b=2", "n<1>", None))
     page = Elements(html)

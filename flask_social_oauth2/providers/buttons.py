@@ -30,7 +30,7 @@ from ..errors import SocialOAuth2Error
 from ..runtime import Runtime, current_runtime
 from ..web import buttons
 from ..web.provider import SocialProvider
-from ..web.redirects import resolve_redirect_uri, safe_next_path
+from ..web.redirects import safe_next_path
 from ..web.state_cookie import FLOW_PAGE_HEADERS
 from .base import BuiltinProvider
 from .oauth2 import OAuth2Provider
@@ -106,14 +106,13 @@ def _csp_nonce() -> str | None:
     return nonce if isinstance(nonce, str) and nonce else None
 
 
-def _id_token_nonce(runtime: Runtime, name: str, next_path: str | None) -> str | None:
-    """The nonce ``social.id_token_nonce(name, next=...)`` issues this browser for its
-    ID-token sign-in, which carries ``next`` (``None`` where the extension has no ID-token
-    sign-in)."""
+def _id_token_nonce(runtime: Runtime, name: str) -> str | None:
+    """The nonce ``social.id_token_nonce(name)`` issues this browser for its ID-token
+    sign-in (``None`` where the extension has no ID-token sign-in)."""
     issue = getattr(runtime.extension, "id_token_nonce", None)
     if issue is None:
         return None
-    nonce = issue(name, next=next_path)
+    nonce = issue(name)
     return nonce if isinstance(nonce, str) else None
 
 
@@ -126,8 +125,8 @@ def _button(runtime: Runtime, provider: SocialProvider, next_path: str | None, t
     if _signs_in_with_id_token(provider):
         return buttons.one_tap_markup(
             client_id=provider.settings.client_id,
-            login_uri=resolve_redirect_uri(provider.settings.redirect_url),
-            nonce=_id_token_nonce(runtime, name, next_path),
+            login_uri=url_for(runtime.endpoint, provider=name, _external=True),
+            nonce=_id_token_nonce(runtime, name),
             csp_nonce=_csp_nonce(),
         )
     if kind in HANDLE_PROVIDERS:

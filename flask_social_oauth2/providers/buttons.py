@@ -205,7 +205,7 @@ def _page_policy(runtime: Runtime, nonce: str, *, email_form: bool) -> str:
 
 
 def show_sign_in_page(message: str | None = None, status: int = 200) -> Response:
-    """The ready sign-in page (template :data:`SIGN_IN_TEMPLATE`): every provider's button,
+    """The ready sign-in page (template ``social_oauth2/sign_in.html``): every provider's button,
     the work e-mail form where it applies, and ``message`` (a failed sign-in's, escaped).
 
     The template gets ``next`` (the query's, when it is a same-origin path), ``message``,

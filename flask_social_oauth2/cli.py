@@ -22,7 +22,13 @@ import click
 from flask import Flask, current_app
 from flask.cli import AppGroup, ScriptInfo
 
-from .checks import REPORTED_BY_CHECK, CheckReport, check_configuration, no_provider_warning
+from .checks import (
+    REPORTED_BY_CHECK,
+    CheckReport,
+    check_configuration,
+    loaded_provider,
+    no_provider_warning,
+)
 from .config.settings import MASK, closest_name, masked
 from .errors import ConfigurationError, SocialOAuth2Error
 from .oauth import client_auth
@@ -101,16 +107,25 @@ def _state_providers(app: Flask) -> Mapping[str, SocialProvider]:
 # -- commands --------------------------------------------------------------------------------
 
 
+_PROVIDER_OPTION: Final = click.option(
+    "--provider",
+    "name",
+    metavar="NAME",
+    help="Also a provider the app's provider loader gives for NAME (e.g. a customer's).",
+)
+
+
 @social_cli.command("check", with_appcontext=False)
 @click.option("--strict", is_flag=True, help="Exit 1 on warnings too.")
-def check_command(strict: bool) -> None:
+@_PROVIDER_OPTION
+def check_command(strict: bool, name: str | None) -> None:
     """Validate every provider block and the redirect URL rule; list every problem.
 
     Exits 1 when there is any error (or, with --strict, any warning).
     """
     app = _load_app()
     _state_providers(app)
-    report = check_configuration(app)
+    report = check_configuration(app, provider=name)
     for text in report.errors:
         click.echo(f"error: {text}", err=True)
     for text in report.warnings:
@@ -154,11 +169,18 @@ def _served_at(context: click.Context, parameter: click.Parameter, value: str | 
     " else the first TRUSTED_HOSTS entry; http and the flask run port for a loopback host,"
     " else https).",
 )
-def providers_command(host: str | None) -> None:
+@_PROVIDER_OPTION
+def providers_command(host: str | None, name: str | None) -> None:
     """List each provider: its class, profile address and the exact redirect URL to register
-    at the provider. Secrets are masked."""
+    at the provider. Secrets are masked. With --provider, only that one (configured, or given
+    by the app's provider loader)."""
     app = _load_app()
     providers = _state_providers(app)
+    if name is not None:
+        found, problem = loaded_provider(app, name)
+        if found is None:
+            _fail(f"error: {problem}", 2)
+        providers = {name: found}
     empty = no_provider_warning(app, providers)
     if empty is not None:
         click.echo(empty)

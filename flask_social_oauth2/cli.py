@@ -201,12 +201,16 @@ def providers_command(host: str | None, name: str | None) -> None:
 def keys_command(provider: str | None) -> None:
     """Print the public JWK set to register at the provider(s) whose blocks sign their client
     authentication with a private key (``private_key_jwt``): one ``{"keys": [...]}``, never a
-    private member. The extension also serves each block's set at ``<url rule>/jwks.json``."""
+    private member. The extension also serves each block's set at ``<url rule>/jwks.json``.
+    PROVIDER may also be a name the app's provider loader knows."""
     app = _load_app()
     providers = _state_providers(app)
-    if provider is not None and provider not in providers:
-        _fail(f"no provider named {provider!r} is configured", 2)
-    chosen = [providers[provider]] if provider is not None else list(providers.values())
+    if provider is not None:
+        named, problem = loaded_provider(app, provider)
+        if named is None:
+            _fail(problem, 2)
+        providers = {provider: named}
+    chosen = list(providers.values())
     keys: list[dict[str, Any]] = []
     for selected in chosen:
         found = client_auth.public_jwks(selected.settings)

@@ -68,7 +68,8 @@ def customers() -> Iterator[dict[str, LocalIdentityProvider]]:
 
 def customer_block(server: LocalIdentityProvider, name: str, **changes: Any) -> dict[str, Any]:
     block: dict[str, Any] = server.settings_block(CLIENT_ID, CLIENT_SECRET, f"/authenticate/{name}")
-    block["customProperties"] = {"revocationURL": server.revocation_url}
+    # The issuer: its discovery document is read and every ID token verified.
+    block["customProperties"] = {"issuer": server.issuer, "revocationURL": server.revocation_url}
     block.update(changes)
     return block
 
@@ -114,6 +115,11 @@ def test_customers_loaded_at_runtime_sign_in_through_their_own_servers(
     for name in CUSTOMERS:
         assert sign_in(client, name).status_code == 302
     assert [p.provider_key for p in outcome.profiles] == [ALICE.sub, ALICE.sub]
+    issuers = [(info.id_token_claims or {}).get("iss") for info in outcome.infos]
+    assert issuers == [customers[name].issuer for name in CUSTOMERS]  # verified ID tokens
+    for server in customers.values():
+        assert server.discovery_requests == 1
+        assert server.jwks_requests == 1
     for server in customers.values():
         assert len(server.token_requests) == 1
     with client.session_transaction() as browser:

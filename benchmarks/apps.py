@@ -15,6 +15,10 @@ ends a successful sign-in the same way: the profile kept in the session, a redir
   "none"``): like the bare views it keeps the profile and no token, so it is the one measured
   against the floor; the default ``project`` also keeps the tokens, encrypted, in the session.
   In the whole-flow section only.
+- ``project-loaded``: the project with no provider configured and the same block given by a
+  provider loader (``@social.provider_loader`` and ``social.build_provider``), its answer
+  cached: the redirect step of a customer's provider loaded at runtime. In the redirect step
+  only, judged against ``project``.
 - ``authlib``: ``authlib.integrations.flask_client.OAuth`` with PKCE (``code_challenge_method``
   S256); ``authorize_redirect`` and ``authorize_access_token`` then ``.get("userinfo")``.
 - ``flask-dance``: an ``OAuth2ConsumerBlueprint`` with ``use_pkce=True``; the profile is fetched
@@ -65,6 +69,8 @@ CONTENDERS: Final = ("project", "bare", "authlib", "flask-dance")
 BARE_URLLIB3: Final = "bare-urllib3"
 #: The project keeping no token (sign-in only), measured against the floor; whole flow only.
 PROJECT_NONE: Final = "project-none"
+#: The project with its provider given by a provider loader; redirect step only.
+PROJECT_LOADED: Final = "project-loaded"
 #: The pool of ``bare-urllib3``'s callbacks, one per process.
 POOL: Final = urllib3.PoolManager()
 #: The view of the "api call" section, in every app.
@@ -76,6 +82,7 @@ START_PATHS: Final = {
     "bare": "/authenticate/bench",
     "bare-urllib3": "/authenticate/bench",
     "project-none": "/authenticate/bench",
+    "project-loaded": "/authenticate/bench",
     "authlib": "/login",
     "flask-dance": "/login/bench",
 }
@@ -141,6 +148,21 @@ def project_app(
         answer = social.api("bench").get("me")
         answer.raise_for_status()
         return str(answer.json()["client"])
+
+    return app
+
+
+def loaded_app(provider_url: str) -> Flask:
+    """flask-social-oauth2 with no provider configured: the provider loader gives ``bench``,
+    the block of :func:`project_app`, validated by ``social.build_provider`` at the first ask
+    and cached after (``SOCIAL_OAUTH2_PROVIDER_CACHE_TTL``)."""
+    block = project_app(provider_url).config["SOCIAL_OAUTH2_PROVIDERS"]["bench"]
+    app = base_app(PROJECT_LOADED)
+    social = SocialOAuth2(app)
+
+    @social.provider_loader
+    def customer(name: str) -> Any:
+        return social.build_provider(name, block) if name == "bench" else None
 
     return app
 
@@ -358,9 +380,9 @@ def flask_dance_app(provider_url: str) -> Flask:
 
 
 def make_app(contender: str, provider_url: str, *, api: bool = False) -> Flask:
-    """The app of ``contender`` (one of :data:`CONTENDERS`, :data:`BARE_URLLIB3` or
-    :data:`PROJECT_NONE`); ``api``: bare and Authlib keep the access token in Flask's session
-    for the API view."""
+    """The app of ``contender`` (one of :data:`CONTENDERS`, :data:`BARE_URLLIB3`,
+    :data:`PROJECT_NONE` or :data:`PROJECT_LOADED`); ``api``: bare and Authlib keep the access
+    token in Flask's session for the API view."""
     if contender == "bare":
         return bare_app(provider_url, api=api)
     if contender == BARE_URLLIB3:
@@ -373,6 +395,8 @@ def make_app(contender: str, provider_url: str, *, api: bool = False) -> Flask:
         return project_app(provider_url)
     if contender == PROJECT_NONE:
         return project_app(provider_url, client_id=PROJECT_NONE, token_store="none")
+    if contender == PROJECT_LOADED:
+        return loaded_app(provider_url)
     raise ValueError(f"unknown contender {contender!r}")
 
 

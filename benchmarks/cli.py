@@ -37,6 +37,7 @@ from . import (
 from .apps import (
     BARE_URLLIB3,
     CONTENDERS,
+    PROJECT_LOADED,
     PROJECT_NONE,
     START_PATHS,
     allow_peers_insecure_transport,
@@ -183,6 +184,7 @@ def run(plan: Plan, sections: Sequence[str], command: str) -> tuple[dict[str, An
             # bare-urllib3's redirect step is bare's, and project-none's the project's (no
             # token is kept before the callback): they run in the whole flow only
             redirect_apps = {name: app for name, app in apps.items() if name not in FLOW_ONLY}
+            redirect_apps[PROJECT_LOADED] = make_app(PROJECT_LOADED, server.url)
             rounds = in_process_step("redirect", redirect_apps, plan)
             results["redirect"] = rounds.as_dict()
             table += [*report.rate_table("redirect step, in process", rounds, show_cpu=True), ""]
@@ -190,6 +192,12 @@ def run(plan: Plan, sections: Sequence[str], command: str) -> tuple[dict[str, An
                 rounds.check("redirect step: project / bare Flask view", "project", "bare", 0.95),
                 rounds.check("redirect step: project / Authlib", "project", "authlib", 1.0),
                 rounds.check("redirect step: project / Flask-Dance", "project", "flask-dance", 1.0),
+                rounds.check(
+                    "redirect step: a provider loaded at runtime (cached) / configured",
+                    PROJECT_LOADED,
+                    "project",
+                    0.95,
+                ),
             ]
 
         if "flow" in sections:

@@ -169,11 +169,12 @@ def sign_out(*, revoke: bool) -> None:
 def _revoke(provider: str, key: str) -> None:
     from .providers.oauth2 import OAuth2Provider
 
-    selected = current_runtime().providers.get(provider)
-    store = current_runtime().token_store
-    if not isinstance(selected, OAuth2Provider) or store is None:
-        return
+    state = current_runtime()
+    store = state.token_store
     try:
+        selected = state.find_provider(provider)
+        if not isinstance(selected, OAuth2Provider) or store is None:
+            return
         info = store.load(provider, key)
         if info is not None:
             selected.revoke(info)

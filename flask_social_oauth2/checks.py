@@ -8,24 +8,29 @@ and ``flask social check`` runs all of them through :func:`check_configuration`.
 from __future__ import annotations
 
 import difflib
+import importlib
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import urlsplit
 
-from flask import Flask
+from flask import Flask, current_app
 from werkzeug.exceptions import MethodNotAllowed, NotFound
 from werkzeug.routing import RequestRedirect
 from werkzeug.sansio.utils import host_is_trusted
 
 from .config.blocks import load_settings, providers_file
-from .errors import ConfigurationError, ConfigurationProblem
+from .errors import ConfigurationError, ConfigurationProblem, ProviderUnavailableError
 from .oidc import tenants
 from .runtime import current_runtime
 from .urls import is_loopback_host
 
 if TYPE_CHECKING:
+    from .config.settings import OAuth2Settings
     from .providers.oauth2 import SocialProvider
+
+logger = logging.getLogger("flask_social_oauth2")
 
 #: Set on the log records of warnings that :func:`check_configuration` reports too, so that
 #: ``flask social check`` can print each warning once.
@@ -55,7 +60,7 @@ class CheckReport:
         return not self.errors
 
 
-def check_configuration(app: Flask) -> CheckReport:
+def check_configuration(app: Flask, *, provider: str | None = None) -> CheckReport:
     """Check the extension's configuration of ``app`` the way ``flask social check`` does.
 
     Every provider block is read and validated again from the app's current configuration and
@@ -67,10 +72,21 @@ def check_configuration(app: Flask) -> CheckReport:
     warnings.
 
     :param app: An app on which ``init_app`` succeeded.
+    :param provider: A name that is not configured: the block the app's provider loader gives
+        for it is checked too (asked in an app context, not kept); a loader that fails, or knows
+        no such name, is an error.
     :raises SocialOAuth2Error: when the extension is not set up on ``app``.
     """
     state = current_runtime(app)
     report = CheckReport(providers=list(state.providers))
+    providers = dict(state.providers)
+    if provider is not None and provider not in providers:
+        found, failure = loaded_provider(app, provider)
+        if found is None:
+            report.errors.append(failure)
+        else:
+            providers[provider] = found
+            report.providers.append(provider)
 
     def add(texts: list[str], problem: ConfigurationProblem | str) -> None:
         text = str(problem)
@@ -82,25 +98,49 @@ def check_configuration(app: Flask) -> CheckReport:
     except ConfigurationError as error:
         for problem in error.problems:
             add(report.errors, problem)
-    for name, provider in state.providers.items():
-        for problem in type(provider).settings_problems(provider.settings):
+    for name, selected in providers.items():
+        for problem in type(selected).settings_problems(selected.settings):
             add(report.errors, ConfigurationProblem(name, problem.key, problem.message))
-    for problem in redirect_url_problems(app):
+    for problem in redirect_url_problems(app, providers=providers):
         add(report.errors, problem)
     if not app.secret_key:
         add(
             report.errors, "SECRET_KEY is not set: the sign-in state cookie and the session need it"
         )
-    for warning in configuration_warnings(app, state.providers):
+    for warning in configuration_warnings(app, providers):
         add(report.warnings, warning)
-    empty = no_provider_warning(app, state.providers)
+    empty = no_provider_warning(app, providers)
     if empty is not None:
         add(report.warnings, empty)
     return report
 
 
+def loaded_provider(app: Flask, name: str) -> tuple[SocialProvider | None, str]:
+    """The provider ``name`` of ``app``, configured or given by its provider loader now (in an
+    app context, and not kept), or ``None`` and what went wrong."""
+    state = current_runtime(app)
+    if name in state.providers:
+        return state.providers[name], ""
+    found = None
+    if state.loaded is not None:
+        with app.app_context():
+            state.loaded.forget(name)
+            try:
+                found = state.loaded.get(name)
+            except ProviderUnavailableError as error:
+                return None, str(error)
+            finally:
+                state.loaded.forget(name)
+    if found is None:
+        return None, f"no provider named {name!r} is configured, nor given by a provider loader"
+    return found, ""
+
+
 def redirect_url_problems(
-    app: Flask, *, routes_complete: bool = True
+    app: Flask,
+    *,
+    routes_complete: bool = True,
+    providers: Mapping[str, SocialProvider] | None = None,
 ) -> list[ConfigurationProblem]:
     """Check each provider's ``redirectURL`` path against the app's routes: it must route to the
     authenticate endpoint (or a view of the app's own) for that provider's name.
@@ -109,12 +149,13 @@ def redirect_url_problems(
         own registered later may serve a path that routes nowhere yet, so such a path is a
         problem only when it looks like a typo of the path the mounted rule expects
         (``/authenticat/github`` for ``/authenticate/github``).
+    :param providers: The providers to check (default: the configured ones).
     """
     state = current_runtime(app)
     adapter = app.url_map.bind(app.config.get("SERVER_NAME") or "localhost")
     rule = next((r.rule for r in app.url_map.iter_rules(state.endpoint)), "?")
     problems = []
-    for name, provider in state.providers.items():
+    for name, provider in (state.providers if providers is None else providers).items():
         path = urlsplit(provider.settings.redirect_url).path or "/"
         expected = adapter.build(state.endpoint, {"provider": name})
         # Routing to another provider's sign-in is wrong whatever is registered later.
@@ -140,6 +181,17 @@ def redirect_url_problems(
             message += " (a view of the app's own for this path must be registered before init_app)"
         problems.append(ConfigurationProblem(name, "redirectURL", message))
     return problems
+
+
+def check_redirect_urls_once() -> None:
+    """At the first request every route is known: log each redirect URL problem once; the
+    sign-in route of an affected provider then answers with the misconfiguration page."""
+    state = current_runtime()
+    if state.redirect_problems is None:
+        problems = tuple(redirect_url_problems(current_app._get_current_object()))  # type: ignore[attr-defined]
+        state.redirect_problems = problems
+        for problem in problems:
+            logger.error("%s", problem)
 
 
 def _looks_like_a_typo(path: str, expected: str) -> bool:
@@ -268,3 +320,99 @@ def no_provider_warning(app: Flask, providers: Mapping[str, SocialProvider]) -> 
     if path is not None:
         return f"no provider is configured: the providers file {str(path)!r} has no block"
     return "no provider is configured: set SOCIAL_OAUTH2_PROVIDERS or SOCIAL_OAUTH2_PROVIDERS_FILE"
+
+
+def provider_class(
+    name: str, choice: Any, problems: list[ConfigurationProblem], *, setting: str, imports: bool
+) -> type[SocialProvider] | None:
+    """The class that serves the block ``name``: ``choice`` is ``None`` (the built-in provider
+    of that name, else the generic one), a built-in provider's name, a ``"module:Class"`` path
+    (only where ``imports``: never for a block that comes from a database) or a
+    :class:`SocialProvider` subclass. A bad choice adds a problem naming ``setting``."""
+    from .providers import BUILTIN_PROVIDERS
+    from .providers.oauth2 import OAuth2Provider, SocialProvider
+
+    if choice is None:
+        return BUILTIN_PROVIDERS.get(name, OAuth2Provider)
+    if isinstance(choice, str):
+        if choice in BUILTIN_PROVIDERS:
+            return BUILTIN_PROVIDERS[choice]
+        if imports and ":" in choice:
+            module_name, _, attribute = choice.partition(":")
+            try:
+                choice = getattr(importlib.import_module(module_name), attribute)
+            except (ImportError, AttributeError) as error:
+                problems.append(
+                    ConfigurationProblem(
+                        name, None, f"{setting}: cannot import {choice!r}: {error}"
+                    )
+                )
+                return None
+        else:
+            known = ", ".join(sorted(BUILTIN_PROVIDERS)) or "none"
+            path = " nor a 'module:Class' path" if imports else ""
+            problems.append(
+                ConfigurationProblem(
+                    name,
+                    None,
+                    f"{setting}: {choice!r} is not a built-in provider (built-in: {known}){path}",
+                )
+            )
+            return None
+    if not (isinstance(choice, type) and issubclass(choice, SocialProvider)):
+        problems.append(
+            ConfigurationProblem(name, None, f"{setting}: must name a SocialProvider subclass")
+        )
+        return None
+    return choice
+
+
+def built_provider(
+    app: Flask, name: str, block: Mapping[str, Any] | OAuth2Settings, kind: Any = None
+) -> SocialProvider:
+    """What :meth:`SocialOAuth2.build_provider
+    <flask_social_oauth2.SocialOAuth2.build_provider>` returns: the provider ``name`` of
+    ``block``, validated as ``init_app`` validates a configured block, ``${VAR}`` left as it is
+    (a customer's block must not read the app's environment).
+
+    :raises ConfigurationError: listing every problem.
+    """
+    from .config.settings import OAuth2Settings
+    from .providers.oauth2 import OAuth2Provider
+    from .web.loaded_providers import LOADABLE_NAME
+
+    problems: list[ConfigurationProblem] = []
+    shown = str(name)
+    if not isinstance(name, str) or not LOADABLE_NAME.match(name):
+        problems.append(
+            ConfigurationProblem(
+                shown[:80],
+                None,
+                "a loaded provider's name must be 1 to 63 lower-case letters, digits, '_', '.'"
+                " or '-', starting with a letter or digit, without '..'",
+            )
+        )
+    elif name in current_runtime(app).providers:
+        problems.append(
+            ConfigurationProblem(
+                name, None, "is a configured provider: a loaded provider cannot take its name"
+            )
+        )
+    cls = provider_class(shown, kind, problems, setting="kind", imports=False)
+    settings = None
+    if isinstance(block, OAuth2Settings):
+        settings = block
+    else:
+        try:
+            settings = OAuth2Settings.from_config(block, provider=shown)
+        except ConfigurationError as error:
+            problems.extend(error.problems)
+    provider = None
+    if settings is not None:
+        for problem in cls.settings_problems(settings) if cls is not None else ():
+            problems.append(ConfigurationProblem(shown, problem.key, problem.message))
+        provider = (cls or OAuth2Provider)(shown, settings)
+        problems.extend(redirect_url_problems(app, providers={shown: provider}))
+    if problems or provider is None:
+        raise ConfigurationError(problems)
+    return provider

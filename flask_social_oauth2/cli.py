@@ -24,7 +24,13 @@ import click
 from flask import Flask, current_app
 from flask.cli import AppGroup, ScriptInfo
 
-from .checks import REPORTED_BY_CHECK, CheckReport, check_configuration, no_provider_warning
+from .checks import (
+    REPORTED_BY_CHECK,
+    CheckReport,
+    check_configuration,
+    loaded_provider,
+    no_provider_warning,
+)
 from .config.settings import MASK, closest_name, masked
 from .errors import ConfigurationError, SocialOAuth2Error
 from .oauth import client_auth
@@ -108,16 +114,25 @@ def _state_providers(app: Flask) -> Mapping[str, SocialProvider]:
 # -- commands --------------------------------------------------------------------------------
 
 
+_PROVIDER_OPTION: Final = click.option(
+    "--provider",
+    "name",
+    metavar="NAME",
+    help="Also a provider the app's provider loader gives for NAME (e.g. a customer's).",
+)
+
+
 @social_cli.command("check", with_appcontext=False)
 @click.option("--strict", is_flag=True, help="Exit 1 on warnings too.")
-def check_command(strict: bool) -> None:
+@_PROVIDER_OPTION
+def check_command(strict: bool, name: str | None) -> None:
     """Validate every provider block and the redirect URL rule; list every problem.
 
     Exits 1 when there is any error (or, with --strict, any warning).
     """
     app = _load_app()
     _state_providers(app)
-    report = check_configuration(app)
+    report = check_configuration(app, provider=name)
     for text in report.errors:
         click.echo(f"error: {text}", err=True)
     for text in report.warnings:
@@ -161,11 +176,18 @@ def _served_at(context: click.Context, parameter: click.Parameter, value: str | 
     " else the first TRUSTED_HOSTS entry; http and the flask run port for a loopback host,"
     " else https).",
 )
-def providers_command(host: str | None) -> None:
+@_PROVIDER_OPTION
+def providers_command(host: str | None, name: str | None) -> None:
     """List each provider: its class, profile address and the exact redirect URL to register
-    at the provider. Secrets are masked."""
+    at the provider. Secrets are masked. With --provider, only that one (configured, or given
+    by the app's provider loader)."""
     app = _load_app()
     providers = _state_providers(app)
+    if name is not None:
+        found, problem = loaded_provider(app, name)
+        if found is None:
+            _fail(f"error: {problem}", 2)
+        providers = {name: found}
     empty = no_provider_warning(app, providers)
     if empty is not None:
         click.echo(empty)
@@ -186,12 +208,16 @@ def providers_command(host: str | None) -> None:
 def keys_command(provider: str | None) -> None:
     """Print the public JWK set to register at the provider(s) whose blocks sign their client
     authentication with a private key (``private_key_jwt``): one ``{"keys": [...]}``, never a
-    private member. The extension also serves each block's set at ``<url rule>/jwks.json``."""
+    private member. The extension also serves each block's set at ``<url rule>/jwks.json``.
+    PROVIDER may also be a name the app's provider loader knows."""
     app = _load_app()
     providers = _state_providers(app)
-    if provider is not None and provider not in providers:
-        _fail(f"no provider named {provider!r} is configured", 2)
-    chosen = [providers[provider]] if provider is not None else list(providers.values())
+    if provider is not None:
+        named, problem = loaded_provider(app, provider)
+        if named is None:
+            _fail(problem, 2)
+        providers = {provider: named}
+    chosen = list(providers.values())
     keys: list[dict[str, Any]] = []
     for selected in chosen:
         found = client_auth.public_jwks(selected.settings)

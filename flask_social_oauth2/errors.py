@@ -220,6 +220,17 @@ class TokenStoreUnavailableError(AuthenticationError):
     public_message = "Your sign-in could not be checked right now. Please try again later."
 
 
+class ProviderUnavailableError(AuthenticationError):
+    """The app's provider loader (:meth:`SocialOAuth2.provider_loader
+    <flask_social_oauth2.SocialOAuth2.provider_loader>`) raised, returned a block that does not
+    validate, or returned something other than a provider or ``None``: the sign-in cannot start
+    or finish now. The message names the loader and the reason (never a secret); the answer is
+    not kept, so the next request asks the loader again. 503."""
+
+    status_code = 503
+    public_message = "This sign-in is not available right now. Please try again later."
+
+
 class ResolutionError(AuthenticationError):
     """An AT Protocol identity could not be resolved: a handle, a DID, its document, its PDS
     or the PDS's authorization server. 502 when a server failed or answered something invalid,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 import logging
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
@@ -45,6 +44,7 @@ if TYPE_CHECKING:
     from .config.settings import OAuth2Info, OAuth2Settings, SocialProfile
     from .providers.oauth2 import OAuth2Provider, SocialProvider
     from .tokens.identity import Identity
+    from .web.loaded_providers import ProviderLoader
 
     AuthenticatedHandler = Callable[
         [SocialProvider, OAuth2Info, SocialProfile], ResponseReturnValue
@@ -56,6 +56,7 @@ logger = logging.getLogger("flask_social_oauth2")
 ENDPOINT: Final = "social_oauth2.authenticate"
 
 _H = TypeVar("_H", bound=Callable[..., Any])
+_L = TypeVar("_L", bound="ProviderLoader")
 
 
 class SocialOAuth2:
@@ -82,6 +83,7 @@ class SocialOAuth2:
         self._on_authenticated: AuthenticatedHandler | None = None
         self._on_error: ErrorHandler | None = None
         self._domain_loader: Callable[[str], str | None] | None = None
+        self._provider_loader: ProviderLoader | None = None
         if app is not None:
             self.init_app(app)
 
@@ -94,11 +96,18 @@ class SocialOAuth2:
         :raises SocialOAuth2Error: when the extension is already set up on ``app``.
         """
         from . import served_documents
-        from .checks import REPORTED_BY_CHECK, redirect_url_problems, untrusted_host_warning
+        from .checks import (
+            REPORTED_BY_CHECK,
+            check_redirect_urls_once,
+            provider_class,
+            redirect_url_problems,
+            untrusted_host_warning,
+        )
         from .config.blocks import load_settings
         from .config.email_domains import domains_by_block
         from .options import DEFAULTS, read_options
         from .providers.buttons import install as install_buttons
+        from .web.loaded_providers import LoadedProviders
 
         if EXTENSION_KEY in app.extensions:
             raise SocialOAuth2Error(
@@ -112,12 +121,15 @@ class SocialOAuth2:
         providers: dict[str, SocialProvider] = {}
         problems: list[ConfigurationProblem] = []
         for name, record in settings.items():
-            provider_class = self._provider_class(name, options.provider_classes, problems)
-            if provider_class is None:
+            choice = options.provider_classes.get(name, self._provider_classes.get(name))
+            cls = provider_class(
+                name, choice, problems, setting="SOCIAL_OAUTH2_PROVIDER_CLASSES", imports=True
+            )
+            if cls is None:
                 continue
-            for problem in provider_class.settings_problems(record):
+            for problem in cls.settings_problems(record):
                 problems.append(ConfigurationProblem(name, problem.key, problem.message))
-            providers[name] = provider_class(name, record)
+            providers[name] = cls(name, record)
         email_domains, domain_problems = domains_by_block(settings)
         problems.extend(domain_problems)
         if problems:
@@ -158,82 +170,96 @@ class SocialOAuth2:
             if options.confirm_cross_site_starts
             else None,
             sign_in_page=options.sign_in_page,
+            loaded=LoadedProviders(
+                self._registered_loader,
+                ttl=options.provider_cache_ttl,
+                size=options.provider_cache_size,
+            ),
         )
         if options.check_redirect_urls:
             early_problems = redirect_url_problems(app, routes_complete=False)
             if early_problems:
                 del app.extensions[EXTENSION_KEY]
                 raise ConfigurationError(early_problems)
-            app.before_request(_check_redirect_urls_once)
+            app.before_request(check_redirect_urls_once)
         app.register_error_handler(AuthenticationError, self._handle_authentication_error)
         warning = untrusted_host_warning(app, providers)
         if warning is not None:
             logger.warning("%s", warning, extra={REPORTED_BY_CHECK: True})
 
-    def _provider_class(
-        self, name: str, configured: Mapping[str, Any], problems: list[ConfigurationProblem]
-    ) -> type[SocialProvider] | None:
-        from .providers import BUILTIN_PROVIDERS
-        from .providers.oauth2 import OAuth2Provider, SocialProvider
-
-        choice: Any = configured.get(name, self._provider_classes.get(name))
-        if choice is None:
-            return BUILTIN_PROVIDERS.get(name, OAuth2Provider)
-        if isinstance(choice, str):
-            if choice in BUILTIN_PROVIDERS:
-                return BUILTIN_PROVIDERS[choice]
-            if ":" in choice:
-                module_name, _, attribute = choice.partition(":")
-                try:
-                    choice = getattr(importlib.import_module(module_name), attribute)
-                except (ImportError, AttributeError) as error:
-                    problems.append(
-                        ConfigurationProblem(
-                            name,
-                            None,
-                            f"SOCIAL_OAUTH2_PROVIDER_CLASSES: cannot import {choice!r}: {error}",
-                        )
-                    )
-                    return None
-            else:
-                known = ", ".join(sorted(BUILTIN_PROVIDERS)) or "none"
-                problems.append(
-                    ConfigurationProblem(
-                        name,
-                        None,
-                        f"SOCIAL_OAUTH2_PROVIDER_CLASSES: {choice!r} is not a built-in provider"
-                        f" (built-in: {known}) nor a 'module:Class' path",
-                    )
-                )
-                return None
-        if not (isinstance(choice, type) and issubclass(choice, SocialProvider)):
-            problems.append(
-                ConfigurationProblem(
-                    name,
-                    None,
-                    "SOCIAL_OAUTH2_PROVIDER_CLASSES: must name a SocialProvider subclass",
-                )
-            )
-            return None
-        return choice
-
     # -- registry ------------------------------------------------------------------------------
 
     def provider(self, name: str) -> SocialProvider:
-        """The configured provider ``name`` of the current app.
+        """The provider ``name`` of the current app: a configured one, else the one the
+        :meth:`provider_loader` gives.
 
-        :raises UnknownProviderError: when no block of that name is configured.
+        :raises UnknownProviderError: when neither knows that name.
+        :raises ProviderUnavailableError: when the loader fails or answers wrongly.
         """
-        providers = current_runtime().providers
-        try:
-            return providers[name]
-        except (KeyError, TypeError):
-            raise UnknownProviderError(str(name), list(providers)) from None
+        state = current_runtime()
+        found = state.find_provider(name)
+        if found is None:
+            raise UnknownProviderError(str(name), list(state.providers))
+        return found
 
     @property
     def providers(self) -> Mapping[str, SocialProvider]:
-        """The current app's providers, by name (read-only)."""
+        """The current app's configured providers, by name (read-only; not the loaded ones)."""
         return current_runtime().providers
+
+    def provider_loader(self, loader: _L) -> _L:
+        """Register the function that gives the providers the app keeps at runtime (e.g. one
+        per customer, in its database), as ``loader(name) -> SocialProvider | None``::
+
+            @social.provider_loader
+            def tenant(name):
+                row = db.session.get(Tenant, name)
+                return None if row is None else social.build_provider(name, row.block)
+
+        It is called in an app context, only for names of the shape ``[a-z0-9][a-z0-9_.-]``
+        (at most 63 characters) that are not configured: a configured name always wins. Its
+        answer, ``None`` included, is kept per app for ``SOCIAL_OAUTH2_PROVIDER_CACHE_TTL``
+        seconds, at most ``SOCIAL_OAUTH2_PROVIDER_CACHE_SIZE`` names. A loader that raises or
+        returns anything else is a :class:`~flask_social_oauth2.errors.ProviderUnavailableError`
+        (a 503 page, the reason logged), and nothing is kept. One loader per extension object,
+        shared by the apps it is set up on; each app keeps its own answers.
+        """
+        self._provider_loader = loader
+        return loader
+
+    def _registered_loader(self) -> ProviderLoader | None:
+        return self._provider_loader
+
+    def build_provider(
+        self,
+        name: str,
+        block: Mapping[str, Any] | OAuth2Settings,
+        *,
+        kind: str | type[SocialProvider] | None = None,
+    ) -> SocialProvider:
+        """The provider ``name`` of a block that is not in the app's configuration (a
+        customer's, from a database), validated exactly as ``init_app`` validates a configured
+        one, the redirect URL rule checked against the current app's routes. ``${VAR}`` is not
+        read from the environment in such a block.
+
+        :param name: Its name: 1 to 63 lower-case letters, digits, ``_``, ``.`` or ``-``, not
+            a configured provider's.
+        :param block: The specification's keys, as in YAML, or an :class:`OAuth2Settings`.
+        :param kind: A built-in provider's name (``"okta"``, ``"microsoft"``) or a
+            :class:`SocialProvider` subclass; default: the generic provider.
+        :raises ConfigurationError: listing every problem.
+        """
+        from .checks import built_provider
+
+        return built_provider(current_app._get_current_object(), name, block, kind)  # type: ignore[attr-defined]
+
+    def forget_provider(self, name: str) -> None:
+        """Drop the current app's kept answer of the :meth:`provider_loader` for ``name`` (e.g.
+        after a customer edited its block), in this process: the next request asks the loader
+        again. Other processes see the change within ``SOCIAL_OAUTH2_PROVIDER_CACHE_TTL``."""
+        loaded = current_runtime().loaded
+        if loaded is not None:
+            loaded.forget(name)
 
     def api(self, name: str, key: str | None = None) -> ProviderSession:
         """A session for calling provider ``name``'s API as a signed-in identity, for this
@@ -424,7 +450,7 @@ class SocialOAuth2:
 
     def _authenticate_view(self, provider: str) -> ResponseReturnValue:
         state = current_runtime()
-        selected = state.providers.get(provider)
+        selected = state.find_provider(provider)
         if selected is None:
             abort(404)
         if state.redirect_problems:
@@ -553,15 +579,3 @@ def _exchange_posted_code(provider: SocialProvider) -> OAuth2Info:
         )
     code, verifier = read_posted_code(provider.name)
     return sign_in.finish_posted_code(provider, code, verifier)
-
-
-def _check_redirect_urls_once() -> None:
-    """At the first request, with every route known, log each redirect URL problem once."""
-    state = current_runtime()
-    if state.redirect_problems is None:
-        from .checks import redirect_url_problems
-
-        problems = tuple(redirect_url_problems(current_app._get_current_object()))  # type: ignore[attr-defined]
-        state.redirect_problems = problems
-        for problem in problems:
-            logger.error("%s", problem)

@@ -34,6 +34,8 @@ DEFAULTS: Final[Mapping[str, Any]] = MappingProxyType(
         "SOCIAL_OAUTH2_REFRESH_LEEWAY": 30,
         "SOCIAL_OAUTH2_CROSS_SITE_START": "confirm",
         "SOCIAL_OAUTH2_SIGN_IN_PAGE": None,
+        "SOCIAL_OAUTH2_PROVIDER_CACHE_TTL": 60,
+        "SOCIAL_OAUTH2_PROVIDER_CACHE_SIZE": 1024,
     }
 )
 
@@ -69,6 +71,11 @@ class Options:
     #: ``SOCIAL_OAUTH2_SIGN_IN_PAGE``: the path of the ready sign-in page, ``None`` for none.
     sign_in_page: str | None = None
 
+    #: ``SOCIAL_OAUTH2_PROVIDER_CACHE_TTL``, seconds a provider loader's answer is kept.
+    provider_cache_ttl: float = 60.0
+    #: ``SOCIAL_OAUTH2_PROVIDER_CACHE_SIZE``, how many loaded names are kept.
+    provider_cache_size: int = 1024
+
 
 def read_options(config: Mapping[str, Any]) -> Options:
     """The checked values of the settings the extension reads once in ``init_app``.
@@ -97,6 +104,8 @@ def read_options(config: Mapping[str, Any]) -> Options:
         "max_bytes": number("SOCIAL_OAUTH2_MAX_RESPONSE_BYTES", int, 1024),
         "discovery_failure_ttl": number("SOCIAL_OAUTH2_DISCOVERY_FAILURE_TTL", float, 0),
         "rule": config["SOCIAL_OAUTH2_URL_RULE"],
+        "provider_cache_ttl": number("SOCIAL_OAUTH2_PROVIDER_CACHE_TTL", float, 0),
+        "provider_cache_size": number("SOCIAL_OAUTH2_PROVIDER_CACHE_SIZE", int, 1),
     }
     number("SOCIAL_OAUTH2_REFRESH_LEEWAY", float, 0)
     try:
@@ -171,4 +180,6 @@ def read_options(config: Mapping[str, Any]) -> Options:
         check_redirect_urls=bool(config["SOCIAL_OAUTH2_CHECK_REDIRECT_URLS"]),
         provider_classes=config["SOCIAL_OAUTH2_PROVIDER_CLASSES"],
         sign_in_page=sign_in_page,
+        provider_cache_ttl=options["provider_cache_ttl"],
+        provider_cache_size=options["provider_cache_size"],
     )

@@ -1,7 +1,7 @@
 """One record per app, built once in ``init_app`` and kept in ``app.extensions["social_oauth2"]``:
-the providers, the options read from the config, the token store, the state cookie and the
-start confirmation. Everything below reads what it needs from it or is handed it; nothing about
-a request is ever kept here.
+the providers (and the cache of the loaded ones), the options read from the config, the token
+store, the state cookie and the start confirmation. Everything below reads what it needs from
+it or is handed it; nothing about a request is ever kept here.
 
 The sign-in steps (:mod:`flask_social_oauth2.web.sign_in`) never reach up for it: the provider
 that runs them hands it in, as the stores they need.
@@ -21,6 +21,7 @@ from .errors import ConfigurationProblem, SocialOAuth2Error
 # state cookie, the token stores or the providers.
 if TYPE_CHECKING:
     from .tokens.store import TokenStore
+    from .web.loaded_providers import LoadedProviders
     from .web.provider import SocialProvider
     from .web.start_confirmation import StartConfirmation
     from .web.state_cookie import StateCookieStore
@@ -40,7 +41,7 @@ class Runtime:
     #: The :class:`~flask_social_oauth2.SocialOAuth2` object that set the app up (typed
     #: loosely: this module sits below the extension and does not import it).
     extension: object
-    #: The configured providers, by name.
+    #: The configured providers, by name (not the loaded ones: see :meth:`find_provider`).
     providers: Mapping[str, SocialProvider]
     #: The endpoint of the sign-in route (for ``url_for``).
     endpoint: str
@@ -67,6 +68,20 @@ class Runtime:
     redirect_problems: tuple[ConfigurationProblem, ...] | None = None
     #: The path of the ready sign-in page (``SOCIAL_OAUTH2_SIGN_IN_PAGE``); ``None``: none.
     sign_in_page: str | None = None
+
+    #: The provider loader's answers, kept for this app (``None``: no loader is asked).
+    loaded: LoadedProviders | None = None
+
+    def find_provider(self, name: str) -> SocialProvider | None:
+        """The configured provider ``name``, else the one the app's provider loader gives for
+        it (a configured name never reaches the loader), else ``None``.
+
+        :raises ProviderUnavailableError: when the loader fails or answers wrongly.
+        """
+        found = self.providers.get(name) if isinstance(name, str) else None
+        if found is None and self.loaded is not None:
+            found = self.loaded.get(name)
+        return found
 
 
 def current_runtime(app: Flask | None = None) -> Runtime:

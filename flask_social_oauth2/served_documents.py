@@ -22,7 +22,7 @@ SERVED_DOCUMENT_CACHE: Final = "public, max-age=300"
 def jwks_view(provider: str) -> ResponseReturnValue:
     """``GET <url rule>/jwks.json``: the public JWK set of a block that signs its client
     authentication with a private key, for the provider to fetch; 404 for any other."""
-    selected = current_runtime().providers.get(provider)
+    selected = current_runtime().find_provider(provider)
     jwks = None if selected is None else client_auth.public_jwks(selected.settings)
     if jwks is None:
         abort(404)
@@ -34,7 +34,7 @@ def jwks_view(provider: str) -> ResponseReturnValue:
 def client_metadata_view(provider: str) -> ResponseReturnValue:
     """``GET <url rule>/client-metadata.json``: the client metadata document of a block whose
     provider fetches one from its client ID (Bluesky's published client); 404 for any other."""
-    selected = current_runtime().providers.get(provider)
+    selected = current_runtime().find_provider(provider)
     document = selected.client_metadata() if isinstance(selected, OAuth2Provider) else None
     if document is None:
         abort(404)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 import sys
+import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -33,6 +34,8 @@ from flask_social_oauth2.local_idp import LocalIdentityProvider
 
 if TYPE_CHECKING:
     from oidc_provider_server import OidcProviderServer
+
+    from flask_social_oauth2.tokens import SQLAlchemyTokenStore
 
 
 @pytest.fixture(autouse=True)
@@ -222,6 +225,23 @@ def postgres_url() -> Iterator[str]:
         pytest.fail(str(missing))
     with server:
         yield server.url
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def sql_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SQLAlchemyTokenStore]:
+    """A SQL token store on a SQLite file, and on the test run's PostgreSQL server (a table of
+    its own, dropped after)."""
+    from flask_social_oauth2.tokens import SQLAlchemyTokenStore
+
+    if request.param == "sqlite":
+        url = f"sqlite:///{tmp_path / 'tokens.sqlite3'}"
+    else:
+        url = request.getfixturevalue("postgres_url")
+    store = SQLAlchemyTokenStore(url, table_name=f"t_{uuid.uuid4().hex[:12]}")
+    yield store
+    if store._engine is not None:
+        store.table.drop(store.engine)
+        store.engine.dispose()
 
 
 @pytest.fixture

@@ -9,6 +9,10 @@ the test gives each of them (above all ``SECRET_KEY``)::
     SOCIAL_TEST_INSTANCE       a name for this instance, sent back in ``X-Served-By``
     SOCIAL_TEST_TIMEOUT        SOCIAL_OAUTH2_TIMEOUT (seconds, default 5)
     SOCIAL_TEST_TOKEN_STORE    SOCIAL_OAUTH2_TOKEN_STORE (default: the extension's, the session)
+    SOCIAL_TEST_TENANTS_DB     a SQLite file with a table ``tenants(name, block)`` (JSON blocks):
+                               a provider loader gives its rows, and ``GET /provider/<name>``
+                               answers the token URL of that provider as this process sees it
+    SOCIAL_TEST_PROVIDER_CACHE_TTL  SOCIAL_OAUTH2_PROVIDER_CACHE_TTL (seconds)
 
 ``GET /api/me`` calls the ``local`` provider's API (``me``, relative to its
 ``customProperties.apiBaseURL``) through ``social.api``: as the identity this browser signed in
@@ -23,11 +27,12 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 
 from flask import Flask, Response, jsonify, request, session
 from werkzeug.middleware.proxy_fix import ProxyFix
 
-from flask_social_oauth2 import SocialOAuth2
+from flask_social_oauth2 import SocialOAuth2, SocialProvider
 
 
 def create_app() -> Flask:
@@ -41,6 +46,9 @@ def create_app() -> Flask:
     )
     if "SOCIAL_TEST_TOKEN_STORE" in os.environ:
         app.config["SOCIAL_OAUTH2_TOKEN_STORE"] = os.environ["SOCIAL_TEST_TOKEN_STORE"]
+    if "SOCIAL_TEST_PROVIDER_CACHE_TTL" in os.environ:
+        ttl = float(os.environ["SOCIAL_TEST_PROVIDER_CACHE_TTL"])
+        app.config["SOCIAL_OAUTH2_PROVIDER_CACHE_TTL"] = ttl
     app.wsgi_app = ProxyFix(  # type: ignore[method-assign]
         app.wsgi_app, x_for=1, x_proto=1, x_host=1
     )
@@ -68,6 +76,21 @@ def create_app() -> Flask:
             status=answer.status_code,
             content_type=answer.headers.get("Content-Type", "application/octet-stream"),
         )
+
+    tenants_db = os.environ.get("SOCIAL_TEST_TENANTS_DB")
+    if tenants_db:
+
+        @social.provider_loader
+        def tenant(name: str) -> SocialProvider | None:
+            with sqlite3.connect(tenants_db) as connection:
+                row = connection.execute(
+                    "SELECT block FROM tenants WHERE name = ?", (name,)
+                ).fetchone()
+            return None if row is None else social.build_provider(name, json.loads(row[0]))
+
+        @app.get("/provider/<name>")
+        def provider_token_url(name: str) -> Response:
+            return jsonify(token_url=social.provider(name).settings.access_token_url)
 
     @app.after_request
     def served_by(response: Response) -> Response:

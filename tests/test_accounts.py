@@ -4,9 +4,7 @@ identities, unlink, sign_out), against the local identity provider and real data
 from __future__ import annotations
 
 import logging
-import uuid
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -33,18 +31,10 @@ from flask_social_oauth2.tokens import Identity, IdentityStore, SQLAlchemyTokenS
 BOB = LocalUser.from_name_email("Bob Other", "bob@example.test")
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SQLAlchemyTokenStore]:
+@pytest.fixture
+def store(sql_store: SQLAlchemyTokenStore) -> SQLAlchemyTokenStore:
     """A SQL store on a SQLite file, and on the test run's PostgreSQL server."""
-    if request.param == "sqlite":
-        url = f"sqlite:///{tmp_path / 'accounts.sqlite3'}"
-    else:
-        url = request.getfixturevalue("postgres_url")
-    store = SQLAlchemyTokenStore(url, table_name=f"t_{uuid.uuid4().hex[:12]}")
-    yield store
-    if store._engine is not None:
-        store.table.drop(store.engine)
-        store.engine.dispose()
+    return sql_store
 
 
 @pytest.fixture

@@ -34,7 +34,14 @@ from benchmarks import (  # noqa: E402
     provider_server,
     report,
 )
-from benchmarks.apps import API_PATH, BARE_URLLIB3, PROJECT_NONE, START_PATHS, make_app  # noqa: E402
+from benchmarks.apps import (  # noqa: E402
+    API_PATH,
+    BARE_URLLIB3,
+    PROJECT_LOADED,
+    PROJECT_NONE,
+    START_PATHS,
+    make_app,
+)
 from benchmarks.cli import _floor_lines  # noqa: E402
 from benchmarks.stats import Check, Rounds, run_rounds  # noqa: E402
 
@@ -86,6 +93,19 @@ def test_the_bare_urllib3_floor_does_the_whole_flow() -> None:
         stats = server.stats()
     assert rounds.median_rate(BARE_URLLIB3) > 0
     assert stats[BARE_URLLIB3]["token_requests"] == stats[BARE_URLLIB3]["profile_requests"] == 3
+
+
+def test_the_loaded_provider_contender_starts_sign_ins_from_its_cached_loader_answer() -> None:
+    with inprocess.provider_server() as server:
+        app = make_app(PROJECT_LOADED, server.url)
+        assert dict(app.extensions["social_oauth2"].providers) == {}
+        runner = inprocess.redirect_runner(app, START_PATHS[PROJECT_LOADED])
+        rounds = run_rounds({PROJECT_LOADED: runner}, rounds=1, batch={PROJECT_LOADED: 5}, unit="x")
+        browser = inprocess.signed_in_browser(app, START_PATHS[PROJECT_LOADED], "c")
+        with browser.session_transaction() as session:
+            assert "social_profile" in session
+    assert rounds.median_rate(PROJECT_LOADED) > 0
+    assert len(app.extensions["social_oauth2"].loaded) == 1
 
 
 def test_the_sign_in_only_project_keeps_the_profile_and_no_token_like_the_floor() -> None:

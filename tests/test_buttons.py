@@ -301,6 +301,7 @@ def test_the_page_issues_this_browser_an_id_token_nonce_for_googles_markup(
     answer = browser.get("/sign-in?next=/after")
     (onload,) = Elements(answer.text).all("div", id="g_id_onload")
     nonce = onload["data-nonce"]
+    assert nonce is not None
     assert len(nonce) >= 22
     cookies = [c for c in answer.headers.getlist("Set-Cookie") if "_nonce=" in c]
     assert len(cookies) == 1

@@ -44,6 +44,7 @@ from werkzeug.middleware.proxy_fix import ProxyFix
 
 from flask_social_oauth2 import (
     OAuth2Info,
+    OAuth2Provider,
     OAuth2Settings,
     SocialOAuth2,
     SocialProfile,
@@ -1004,3 +1005,57 @@ def test_s42_a_browser_posted_id_token_needs_the_pair_its_nonce_and_the_checks(
     assert len(failed) == 1
     with client.session_transaction() as session:
         assert "social_profile" not in session
+
+
+# -- 41: providers loaded at runtime -------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["a%2Fb", "a/b", "..", "a..b", "a" * 200, "Local", "ACME", "acme%00", "-acme", "acme%0a"],
+)
+def test_s41_the_loader_sees_only_names_of_the_documented_shape(
+    idp_app: Flask, idp: LocalIdentityProvider, name: str
+) -> None:
+    social = extension(idp_app)
+    asked: list[str] = []
+
+    @social.provider_loader
+    def everyone(wanted: str) -> SocialProvider | None:
+        asked.append(wanted)
+        return social.build_provider(wanted, idp_block(idp, redirectURL=f"/authenticate/{wanted}"))
+
+    client = idp_app.test_client()
+    assert client.get(f"/authenticate/{name}").status_code == 404
+    assert client.get(f"/authenticate/{name}/jwks.json").status_code == 404
+    assert asked == []
+    assert idp.authorization_requests == []
+    assert client.get("/authenticate/acme").status_code == 302  # a good name does reach it
+    assert asked == ["acme"]
+
+
+def test_s41_a_configured_name_is_never_shadowed_by_the_loader(
+    idp_app: Flask, idp: LocalIdentityProvider
+) -> None:
+    social = extension(idp_app)
+    asked: list[str] = []
+    with LocalIdentityProvider() as impostor:
+        impostor.register_client(CLIENT_ID, CLIENT_SECRET, [LOCAL_REDIRECT])
+        impostor.auto_approve = ALICE
+
+        @social.provider_loader
+        def shadowing(wanted: str) -> SocialProvider | None:
+            asked.append(wanted)
+            return OAuth2Provider(wanted, OAuth2Settings.from_config(idp_block(impostor)))
+
+        assert sign_in(idp_app.test_client()).status_code == 302
+        with idp_app.app_context():
+            assert (
+                social.provider("local") is idp_app.extensions["social_oauth2"].providers["local"]
+            )
+            with pytest.raises(ConfigurationError, match="is a configured provider"):
+                social.build_provider("local", idp_block(impostor))
+        assert asked == []
+        assert impostor.authorization_requests == []
+        assert impostor.token_requests == []
+        assert len(idp.token_requests) == 1

@@ -44,6 +44,11 @@ class RecentlyUsed(Generic[_K, _V]):
             while len(self._entries) > self._limit:
                 self._entries.popitem(last=False)
 
+    def discard(self, key: _K) -> None:
+        """Forget ``key``'s entry, if any."""
+        with self._lock:
+            self._entries.pop(key, None)
+
     def clear(self) -> None:
         """Forget every entry."""
         with self._lock:

@@ -143,6 +143,7 @@ class SocialOAuth2:
             max_response_bytes=options.max_bytes,
             discovery_failure_ttl=options.discovery_failure_ttl,
             token_store=options.token_store,
+            refresh_leeway=options.refresh_leeway,
             start_confirmation=StartConfirmation(
                 cookie_name=f"social_oauth2_start_{scope}",
                 path=options.state_cookie_path,

@@ -65,6 +65,8 @@ class Options:
     check_redirect_urls: bool
     #: ``SOCIAL_OAUTH2_PROVIDER_CLASSES``.
     provider_classes: Mapping[str, Any]
+    #: ``SOCIAL_OAUTH2_REFRESH_LEEWAY``, seconds.
+    refresh_leeway: float = 30.0
 
 
 def read_options(config: Mapping[str, Any]) -> Options:
@@ -94,8 +96,8 @@ def read_options(config: Mapping[str, Any]) -> Options:
         "max_bytes": number("SOCIAL_OAUTH2_MAX_RESPONSE_BYTES", int, 1024),
         "discovery_failure_ttl": number("SOCIAL_OAUTH2_DISCOVERY_FAILURE_TTL", float, 0),
         "rule": config["SOCIAL_OAUTH2_URL_RULE"],
+        "refresh_leeway": number("SOCIAL_OAUTH2_REFRESH_LEEWAY", float, 0),
     }
-    number("SOCIAL_OAUTH2_REFRESH_LEEWAY", float, 0)
     try:
         options["token_store"] = token_store_from_setting(config["SOCIAL_OAUTH2_TOKEN_STORE"])
     except ConfigurationError as error:
@@ -153,4 +155,5 @@ def read_options(config: Mapping[str, Any]) -> Options:
         session_key=config["SOCIAL_OAUTH2_SESSION_KEY"],
         check_redirect_urls=bool(config["SOCIAL_OAUTH2_CHECK_REDIRECT_URLS"]),
         provider_classes=config["SOCIAL_OAUTH2_PROVIDER_CLASSES"],
+        refresh_leeway=options["refresh_leeway"],
     )

@@ -58,6 +58,9 @@ class Runtime:
     #: Where the tokens of signed-in identities are kept (``SOCIAL_OAUTH2_TOKEN_STORE``);
     #: ``None`` when nothing is kept (``"none"``).
     token_store: TokenStore | None = None
+    #: Seconds before expiry at which a token is refreshed (``SOCIAL_OAUTH2_REFRESH_LEEWAY``),
+    #: read by :func:`~flask_social_oauth2.tokens.refresh_due`.
+    refresh_leeway: float = 30.0
     #: The confirmation of sign-in starts from other origins; ``None`` when they start at
     #: once (``SOCIAL_OAUTH2_CROSS_SITE_START = "allow"``).
     start_confirmation: StartConfirmation | None = None

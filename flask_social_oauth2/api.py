@@ -85,7 +85,7 @@ class ProviderSession(OAuth2Session):  # type: ignore[misc]  # requests-oauthlib
         return self._api_base(None)
 
     def _api_base(self, info: OAuth2Info | None) -> str | None:
-        configured = self.provider.settings.custom_properties.get(API_BASE_URL_KEY)
+        configured = self.provider.options.api_base_url
         if configured:
             return configured
         base = self.provider.api_base_for(info)

@@ -18,7 +18,6 @@ from ..errors import (
 )
 from ..oauth import flow
 from ..oauth.dpop import DPoPKey
-from ..oidc import discovery
 from ..web.state_cookie import PendingFlow
 from . import apple_secret
 from .base import BuiltinProvider, provider_class
@@ -115,7 +114,7 @@ class AppleHooks(ProviderHooks):
 
     def issuer(self, settings: OAuth2Settings, issuer: str | None) -> str | None:
         """``customProperties.issuer``, else Apple's: Apple always answers an ID token."""
-        return discovery.configured_issuer(settings) or APPLE_ISSUER
+        return issuer or APPLE_ISSUER
 
     def settings_problems(
         self, settings: OAuth2Settings, problems: list[ConfigurationProblem]
@@ -170,7 +169,7 @@ class AppleHooks(ProviderHooks):
     def revocation_url(self, provider: HookedProvider, built_in: str | None) -> str | None:
         """Apple's, unless ``customProperties.issuer`` names another issuer: then its discovery
         document's ``revocation_endpoint``."""
-        if discovery.configured_issuer(provider.settings) is not None:
+        if provider.options.issuer is not None:
             return None
         return built_in
 

@@ -250,7 +250,7 @@ class BlueskyHooks(ProviderHooks):
         assert pending.verifier is not None
         settings, bound = provider.settings, provider.context
         hint = bound.get("login_hint")
-        extra = list(form_post.request_params(settings))
+        extra = list(form_post.request_params(settings, provider.options))
         if hint is not None:
             extra.append(("login_hint", hint))
         params = flow.authorization_params(

@@ -271,3 +271,89 @@ def test_a_derived_provider_has_its_own_record(
         provider.with_settings(
             lambda s: s.replace(custom_properties={**s.custom_properties, "dpop": "1"})
         )
+
+
+# -- the keys one provider reads -------------------------------------------------------------------
+
+
+def made(name: str, **properties: str) -> Any:
+    from flask_social_oauth2.providers import BUILTIN_PROVIDERS
+
+    settings = OAuth2Settings.from_config(
+        valid_block(redirectURL=f"/authenticate/{name}", customProperties=properties)
+    )
+    return BUILTIN_PROVIDERS[name](name, settings)
+
+
+def test_the_hooks_parse_their_own_keys_into_their_own_record() -> None:
+    from flask_social_oauth2.providers.apple import AppleOptions
+    from flask_social_oauth2.providers.bluesky import BlueskyOptions
+    from flask_social_oauth2.providers.facebook import FacebookOptions
+    from flask_social_oauth2.providers.linkedin import LinkedInOptions
+
+    apple = made("apple", teamID="ABCDE12345", keyID="KEY1234567")
+    assert apple.options.own_as(AppleOptions) == AppleOptions(team_id="ABCDE12345")
+    assert apple.options.key_id == "KEY1234567"
+    assert made("facebook", appsecretProof="true").options.own == FacebookOptions(True)
+    assert made("facebook").options.own == FacebookOptions(False)
+    linkedin = made("linkedin", emailURL="https://api.linkedin.example/email")
+    assert linkedin.options.own == LinkedInOptions("https://api.linkedin.example/email", None)
+    bluesky = made("bluesky", plcURL="https://plc.example", clientName="Demo", allowLoopback="true")
+    options = bluesky.options.own_as(BlueskyOptions)
+    assert (options.plc_url, options.handle_resolver, options.dns_resolver) == (
+        "https://plc.example",
+        None,
+        None,
+    )
+    assert options.display == {"clientName": "Demo"}
+    assert bluesky.options.allow_loopback is True
+    assert made("bluesky").options.own_as(BlueskyOptions).plc_url == "https://plc.directory"
+    assert made("github").options.own is None
+    with pytest.raises(TypeError, match="AppleOptions"):
+        apple.options.own_as(BlueskyOptions)
+
+
+def test_the_facts_keys_are_parsed_once_with_their_rules() -> None:
+    zoho = made("zoho", accountsServers="https://accounts.zoho.eu  https://accounts.zoho.in")
+    assert zoho.facts_options.accounts_servers == (
+        "https://accounts.zoho.eu",
+        "https://accounts.zoho.in",
+    )
+    assert made("reddit", userAgent="web:demo:1.0").facts_options.user_agent == "web:demo:1.0"
+    assert made(
+        "github", emailsURL="https://ghe.example/api/v3/user/emails"
+    ).facts_options.emails_url
+    vk = made("vk", apiVersion="5.199")
+    assert vk.facts_options.profile_params == {"apiVersion": "5.199"}
+    assert vk.profile_form(make_info())["v"] == "5.199"
+    assert made("vk").profile_form(make_info())["v"] == vk.facts.profile_form[0].default
+    assert made("facebook", fields="id,name").profile_query(make_info())["fields"] == "id,name"
+
+
+def test_a_wrong_value_of_a_providers_own_key_fails_init_app_with_the_others() -> None:
+    app = Flask("own")
+    app.config.update(
+        SECRET_KEY="k",
+        SOCIAL_OAUTH2_PROVIDERS={
+            "apple": valid_block(redirectURL="/authenticate/apple", customProperties={}),
+            "facebook": valid_block(
+                redirectURL="/authenticate/facebook",
+                customProperties={"appsecretProof": "yes", "dpop": "no"},
+            ),
+        },
+    )
+    with pytest.raises(ConfigurationError) as raised:
+        SocialOAuth2(app)
+    found = {(problem.provider, problem.key) for problem in raised.value.problems}
+    assert {
+        ("apple", "customProperties.teamID"),
+        ("apple", "customProperties.keyID"),
+        ("facebook", "customProperties.appsecretProof"),
+        ("facebook", "customProperties.dpop"),
+    } <= found
+
+
+def make_info() -> Any:
+    from flask_social_oauth2 import OAuth2Info
+
+    return OAuth2Info(access_token="a", params={"user_id": "1"})

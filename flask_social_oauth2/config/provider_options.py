@@ -17,9 +17,9 @@ a response mode the provider imposes) stay with the code that knows it; they rea
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, TypeVar
 from urllib.parse import urlsplit
 
 from ..errors import ConfigurationProblem
@@ -74,6 +74,8 @@ MAX_ID_TOKEN_LEEWAY: Final = 300
 WELL_KNOWN_PATH: Final = "/.well-known/openid-configuration"
 RFC8414_PATH: Final = "/.well-known/oauth-authorization-server"
 
+_Own = TypeVar("_Own")
+
 # Only ASCII digits: str.isdigit() also accepts "²", which int() refuses.
 _WHOLE_SECONDS: Final = re.compile(r"[0-9]{1,3}")
 
@@ -114,16 +116,32 @@ class ProviderOptions:
     title: str | None = None
     #: ``allowLoopback`` is ``"true"`` (development against servers on this machine).
     allow_loopback: bool = False
+    #: The keys only this provider reads, as its hooks parsed them (their
+    #: ``read_options``); ``None`` for most providers.
+    own: object = None
+
+    def own_as(self, kind: type[_Own]) -> _Own:
+        """:attr:`own`, which the provider's hooks made a ``kind``.
+
+        :raises TypeError: when it is not one (hooks and record do not match).
+        """
+        if not isinstance(self.own, kind):
+            raise TypeError(f"customProperties were parsed into {type(self.own).__name__}")
+        return self.own
 
 
 class PropertyReader:
     """Reads the values of one block's ``customProperties``, noting each problem (the key is
-    ``customProperties.<key>``; the provider name is filled in by the caller)."""
+    ``customProperties.<key>``; the provider name is filled in by the caller).
 
-    __slots__ = ("problems", "properties")
+    :param settings: The block (a check may depend on another key of it, e.g. ``clientID``).
+    """
 
-    def __init__(self, properties: Mapping[str, str]) -> None:
-        self.properties = properties
+    __slots__ = ("problems", "properties", "settings")
+
+    def __init__(self, settings: OAuth2Settings) -> None:
+        self.settings = settings
+        self.properties = settings.custom_properties
         self.problems: list[ConfigurationProblem] = []
 
     def problem(self, key: str, message: str) -> None:
@@ -163,11 +181,15 @@ class PropertyReader:
 
 
 def read_provider_options(
-    settings: OAuth2Settings,
+    settings: OAuth2Settings, own: Callable[[PropertyReader], object] | None = None
 ) -> tuple[ProviderOptions, list[ConfigurationProblem]]:
     """``settings``' ``customProperties`` as a :class:`ProviderOptions`, and every problem of
-    their values (none when the record is usable)."""
-    read = PropertyReader(settings.custom_properties)
+    their values (none when the record is usable).
+
+    :param own: Reads the keys only this provider reads into its own record
+        (:attr:`ProviderOptions.own`), noting their problems with the reader.
+    """
+    read = PropertyReader(settings)
     options = ProviderOptions(
         token_auth_method=read.choice("tokenEndpointAuthMethod", CLIENT_AUTH_METHODS),
         key_id=read.text("keyID"),
@@ -184,6 +206,7 @@ def read_provider_options(
         response_mode=read.choice("responseMode", RESPONSE_MODES),
         title=read.text("title"),
         allow_loopback=read.is_true("allowLoopback"),
+        own=None if own is None else own(read),
     )
     return options, read.problems
 

@@ -84,7 +84,7 @@ class OAuth2Provider(SocialProvider):
 
     def __init__(self, name: str, settings: OAuth2Settings) -> None:
         super().__init__(name, self.hooks.prepare_settings(settings))
-        self._options = read_provider_options(self.settings)[0]
+        self._options = read_provider_options(self.settings, self.hooks.read_options)[0]
         self._context: Mapping[str, str] = _NO_CONTEXT
         self._client: ProviderClient | None = None  # made at first use, from checked settings
 
@@ -133,7 +133,7 @@ class OAuth2Provider(SocialProvider):
     @classmethod
     def settings_problems(cls, settings: OAuth2Settings) -> list[ConfigurationProblem]:
         settings = cls.hooks.prepare_settings(settings)
-        options, problems = read_provider_options(settings)
+        options, problems = read_provider_options(settings, cls.hooks.read_options)
         issuer = cls.issuer_for(settings, options)
         has_profile = settings.api_url is not None or cls.default_profile_url_for(settings)
         problems += token_requests.block_problems(

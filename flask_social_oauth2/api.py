@@ -65,6 +65,7 @@ class ProviderSession(OAuth2Session):  # type: ignore[misc]  # requests-oauthlib
         runtime = current_runtime()
         self._timeout = runtime.timeout
         self._max_bytes = runtime.max_response_bytes
+        self._refresh_leeway = runtime.refresh_leeway
         self._app: Flask = current_app._get_current_object()  # type: ignore[attr-defined]
         self._http = get_client()
         self._http.configure(self)
@@ -84,7 +85,7 @@ class ProviderSession(OAuth2Session):  # type: ignore[misc]  # requests-oauthlib
         return self._api_base(None)
 
     def _api_base(self, info: OAuth2Info | None) -> str | None:
-        configured = self.provider.settings.custom_properties.get(API_BASE_URL_KEY)
+        configured = self.provider.options.api_base_url
         if configured:
             return configured
         base = self.provider.api_base_for(info)
@@ -228,7 +229,7 @@ class ProviderSession(OAuth2Session):  # type: ignore[misc]  # requests-oauthlib
         name, key = self.provider.name, self.provider_key
         if info is None:
             raise SignInRequiredError(name, f"no token is kept for identity {key!r}")
-        if not refresh_due(info):
+        if not refresh_due(info, leeway=self._refresh_leeway):
             return info
         if info.refresh_token is None and not _expired(info):
             return info  # nothing to renew it with; still good for a little while

@@ -220,7 +220,8 @@ def keys_command(provider: str | None) -> None:
     chosen = list(providers.values())
     keys: list[dict[str, Any]] = []
     for selected in chosen:
-        found = client_auth.public_jwks(selected.settings)
+        options = selected.options if isinstance(selected, OAuth2Provider) else None
+        found = client_auth.public_jwks(selected.settings, options)
         if found is not None:
             keys.extend(found["keys"])
     if not keys:

@@ -162,6 +162,7 @@ class SocialOAuth2:
             discovery_failure_ttl=options.discovery_failure_ttl,
             token_store=options.token_store,
             email_domains=MappingProxyType(email_domains),
+            refresh_leeway=options.refresh_leeway,
             start_confirmation=StartConfirmation(
                 cookie_name=f"social_oauth2_start_{scope}",
                 path=options.state_cookie_path,

@@ -70,11 +70,13 @@ class Options:
     provider_classes: Mapping[str, Any]
     #: ``SOCIAL_OAUTH2_SIGN_IN_PAGE``: the path of the ready sign-in page, ``None`` for none.
     sign_in_page: str | None = None
-
     #: ``SOCIAL_OAUTH2_PROVIDER_CACHE_TTL``, seconds a provider loader's answer is kept.
     provider_cache_ttl: float = 60.0
     #: ``SOCIAL_OAUTH2_PROVIDER_CACHE_SIZE``, how many loaded names are kept.
     provider_cache_size: int = 1024
+
+    #: ``SOCIAL_OAUTH2_REFRESH_LEEWAY``, seconds.
+    refresh_leeway: float = 30.0
 
 
 def read_options(config: Mapping[str, Any]) -> Options:
@@ -106,8 +108,8 @@ def read_options(config: Mapping[str, Any]) -> Options:
         "rule": config["SOCIAL_OAUTH2_URL_RULE"],
         "provider_cache_ttl": number("SOCIAL_OAUTH2_PROVIDER_CACHE_TTL", float, 0),
         "provider_cache_size": number("SOCIAL_OAUTH2_PROVIDER_CACHE_SIZE", int, 1),
+        "refresh_leeway": number("SOCIAL_OAUTH2_REFRESH_LEEWAY", float, 0),
     }
-    number("SOCIAL_OAUTH2_REFRESH_LEEWAY", float, 0)
     try:
         options["token_store"] = token_store_from_setting(config["SOCIAL_OAUTH2_TOKEN_STORE"])
     except ConfigurationError as error:
@@ -182,4 +184,5 @@ def read_options(config: Mapping[str, Any]) -> Options:
         sign_in_page=sign_in_page,
         provider_cache_ttl=options["provider_cache_ttl"],
         provider_cache_size=options["provider_cache_size"],
+        refresh_leeway=options["refresh_leeway"],
     )

@@ -61,6 +61,10 @@ class Runtime:
     token_store: TokenStore | None = None
     #: The configured blocks' e-mail domains (``customProperties.domains``), domain -> name.
     email_domains: Mapping[str, str] = field(default_factory=dict)
+
+    #: Seconds before expiry at which a token is refreshed (``SOCIAL_OAUTH2_REFRESH_LEEWAY``),
+    #: read by :func:`~flask_social_oauth2.tokens.refresh_due`.
+    refresh_leeway: float = 30.0
     #: The confirmation of sign-in starts from other origins; ``None`` when they start at
     #: once (``SOCIAL_OAUTH2_CROSS_SITE_START = "allow"``).
     start_confirmation: StartConfirmation | None = None

@@ -23,7 +23,9 @@ def jwks_view(provider: str) -> ResponseReturnValue:
     """``GET <url rule>/jwks.json``: the public JWK set of a block that signs its client
     authentication with a private key, for the provider to fetch; 404 for any other."""
     selected = current_runtime().find_provider(provider)
-    jwks = None if selected is None else client_auth.public_jwks(selected.settings)
+    if not isinstance(selected, OAuth2Provider):
+        abort(404)
+    jwks = client_auth.public_jwks(selected.settings, selected.options)
     if jwks is None:
         abort(404)
     response = jsonify(jwks)

@@ -75,7 +75,7 @@ def test_private_key_jwt_assertion_is_fresh_and_verifiable(key_pem: str, algorit
     block = settings("private_key_jwt", key_pem, keyID="k-1")
     made = [
         client_auth.credentials(
-            "private_key_jwt", block, audience="https://op.example", now=1_800_000_000
+            "private_key_jwt", block, audience="https://op.example", now=1_800_000_000, key_id="k-1"
         )
         for _ in range(200)
     ]

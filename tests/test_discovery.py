@@ -46,6 +46,7 @@ from hypothesis import strategies as st
 from joserfc.jwk import RSAKey
 
 from flask_social_oauth2 import OAuth2Info
+from flask_social_oauth2.config.provider_options import read_provider_options
 from flask_social_oauth2.config.settings import OAuth2Settings
 from flask_social_oauth2.errors import (
     ConfigurationError,
@@ -867,7 +868,7 @@ def test_metadata_urls(issuer: str, properties: dict[str, str], urls: tuple[str,
         client_secret=CLIENT_SECRET,
         custom_properties={"issuer": issuer, **properties},
     )
-    assert metadata_urls(settings, issuer) == urls
+    assert metadata_urls(read_provider_options(settings)[0], issuer) == urls
 
 
 def test_rfc8414_metadata_where_there_is_no_openid_configuration(

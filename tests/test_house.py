@@ -424,3 +424,68 @@ def test_no_behaviour_is_chosen_by_a_log_label() -> None:
         if (lines := step_label_comparisons(path))
     }
     assert not found, found
+
+
+#: Modules outside config/ that may take a block's ``customProperties`` whole (never by key):
+#: the CLI shows them masked, Bluesky's settings gain the client authentication they imply
+#: before they are parsed, and the docs list the keys a provider's facts name
+#: (``ProviderFacts.custom_properties``, a tuple of key names).
+WHOLE_CUSTOM_PROPERTIES: Final = frozenset({"cli.py", "providers/bluesky.py", "providers/docs.py"})
+
+
+def custom_property_reads(path: Path) -> list[tuple[int, str]]:
+    """Where ``path`` reads ``.custom_properties``: ``"key"`` for one key (``.get(...)``,
+    ``[...]``, ``in``, ``.setdefault``, ``.pop``), ``"whole"`` for the mapping itself."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    parents = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+    found = []
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Attribute) and node.attr == "custom_properties"):
+            continue
+        parent = parents.get(node)
+        by_key = (
+            (isinstance(parent, ast.Attribute) and parent.attr in ("get", "setdefault", "pop"))
+            or (isinstance(parent, ast.Subscript) and parent.value is node)
+            or (
+                isinstance(parent, ast.Compare)
+                and node in parent.comparators
+                and any(isinstance(op, ast.In | ast.NotIn) for op in parent.ops)
+            )
+        )
+        found.append((node.lineno, "key" if by_key else "whole"))
+    return sorted(found)
+
+
+def test_the_property_reader_finder_sees_every_form(tmp_path: Path) -> None:
+    path = tmp_path / "m.py"
+    path.write_text(
+        'a = settings.custom_properties.get("issuer")\n'
+        'b = self.settings.custom_properties["dpop"]\n'
+        'c = "title" not in provider.settings.custom_properties\n'
+        "d = settings.custom_properties\n"
+        "e = settings.replace(custom_properties={})\n"
+        "f = dict(settings.custom_properties)\n"
+    )
+    assert custom_property_reads(path) == [
+        (1, "key"),
+        (2, "key"),
+        (3, "key"),
+        (4, "whole"),
+        (6, "whole"),
+    ]
+
+
+def test_no_module_outside_config_reads_custom_properties_by_key() -> None:
+    """A block's ``customProperties`` are parsed once, in config/ (``ProviderOptions``, or a
+    provider's own record its hooks parse with the same reader); everything else reads the
+    records' attributes."""
+    found: dict[str, list[tuple[int, str]]] = {}
+    for path in package_sources():
+        where = path.relative_to(PACKAGE).as_posix()
+        if where.startswith("config/"):
+            continue
+        for line, kind in custom_property_reads(path):
+            if kind == "whole" and where in WHOLE_CUSTOM_PROPERTIES:
+                continue
+            found.setdefault(where, []).append((line, kind))
+    assert not found, found

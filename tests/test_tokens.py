@@ -185,6 +185,22 @@ def test_refresh_due_uses_the_leeway_capped_at_half_the_lifetime() -> None:
     assert not refresh_due(OAuth2Info(access_token="a"), now=now, leeway=30)
 
 
+def test_refresh_due_reads_the_leeway_init_app_read(make_app: MakeApp) -> None:
+    now = 1_000_000.0
+    token = OAuth2Info(access_token="a", expires_in=3600, expires_at=now + 100)
+    app = make_app(SOCIAL_OAUTH2_REFRESH_LEEWAY=120)
+    assert current_runtime(app).refresh_leeway == 120.0
+    app.config["SOCIAL_OAUTH2_REFRESH_LEEWAY"] = 5  # read once, at init_app: no effect now
+    with app.app_context():
+        assert refresh_due(token, now=now)
+        assert not refresh_due(token, now=now, leeway=30)  # a leeway given wins
+    with make_app().app_context():
+        assert not refresh_due(token, now=now)  # the default, 30 s
+    with Flask("bare").app_context():
+        assert refresh_due(token, now=now + 75)  # no extension: 30 s as well
+        assert not refresh_due(token, now=now + 65)
+
+
 # -- choosing the store ---------------------------------------------------------------------------
 
 

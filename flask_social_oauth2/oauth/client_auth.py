@@ -17,10 +17,11 @@ import secrets
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Final, Literal, get_args
+from typing import TYPE_CHECKING, Any, Final, Literal
 from urllib.parse import quote
 
 from .. import caches
+from ..config.provider_options import CLIENT_AUTH_METHODS, ProviderOptions, read_provider_options
 from ..config.settings import OAuth2Settings
 from ..errors import ConfigurationProblem
 
@@ -31,8 +32,8 @@ ClientAuthMethod = Literal[
     "client_secret_post", "client_secret_basic", "private_key_jwt", "client_secret_jwt", "none"
 ]
 #: Every method a block may name.
-METHODS: Final[tuple[str, ...]] = get_args(ClientAuthMethod)
-#: The ``customProperties`` keys read here.
+METHODS: Final[tuple[str, ...]] = CLIENT_AUTH_METHODS
+#: The ``customProperties`` keys of client authentication.
 METHOD_KEY: Final = "tokenEndpointAuthMethod"
 KEY_ID_KEY: Final = "keyID"
 #: RFC 7523 2.2.
@@ -117,25 +118,20 @@ def sign_jwt(claims: Mapping[str, Any], key: Any, algorithm: str, **header: str)
     return jwt.encode({"alg": algorithm, **header}, dict(claims), key, algorithms=[algorithm])
 
 
-def method_of(settings: OAuth2Settings, default: str) -> ClientAuthMethod:
+def method_of(options: ProviderOptions, default: str) -> ClientAuthMethod:
     """The block's ``tokenEndpointAuthMethod``, else ``default``."""
-    method = settings.custom_properties.get(METHOD_KEY, default)
+    method = options.token_auth_method or default
     assert method in METHODS, method  # checked when the configuration was loaded
     return method  # type: ignore[return-value]  # narrowed by the assertion
 
 
-def settings_problems(settings: OAuth2Settings) -> list[ConfigurationProblem]:
-    """A method that does not exist, or a ``private_key_jwt`` block whose ``clientSecret`` is
-    not a usable private key."""
-    method = settings.custom_properties.get(METHOD_KEY)
-    if method is None:
-        return []
-    if method not in METHODS:
-        return [
-            ConfigurationProblem(
-                None, f"customProperties.{METHOD_KEY}", f"must be one of {', '.join(METHODS)}"
-            )
-        ]
+def settings_problems(
+    settings: OAuth2Settings, options: ProviderOptions
+) -> list[ConfigurationProblem]:
+    """A ``private_key_jwt`` block whose ``clientSecret`` is not a usable private key, or a
+    ``client_secret_jwt`` one whose secret is too short (the method itself is checked by
+    :func:`~flask_social_oauth2.config.provider_options.read_provider_options`)."""
+    method = options.token_auth_method
     if method == "private_key_jwt":
         try:
             load_signing_key(settings.client_secret)
@@ -159,12 +155,14 @@ def credentials(
     *,
     audience: str,
     now: float | None = None,
+    key_id: str | None = None,
 ) -> ClientCredentials:
     """The client authentication of one request, made now.
 
     :param method: How the client authenticates.
     :param settings: The block: its client id and secret (a PEM key for ``private_key_jwt``).
     :param audience: The assertion's ``aud``: the issuer, else the endpoint's URL.
+    :param key_id: The ``kid`` of a ``private_key_jwt`` key (``customProperties.keyID``).
     """
     client_id = settings.client_id
     if method == "client_secret_post":
@@ -186,7 +184,6 @@ def credentials(
     }
     if method == "private_key_jwt":
         key = load_signing_key(settings.client_secret)
-        key_id = settings.custom_properties.get(KEY_ID_KEY)
         header = {"kid": key_id} if key_id else {}
         assertion = sign_jwt(claims, key, algorithm_of(key), **header)
     else:
@@ -206,16 +203,24 @@ def basic_credentials(client_id: str, client_secret: str) -> str:
     return "Basic " + base64.b64encode(pair.encode("utf-8")).decode("ascii")
 
 
-def public_jwks(settings: OAuth2Settings) -> dict[str, list[dict[str, Any]]] | None:
+def public_jwks(
+    settings: OAuth2Settings, options: ProviderOptions | None = None
+) -> dict[str, list[dict[str, Any]]] | None:
     """The public JWK set of a ``private_key_jwt`` block, to register with the provider and
     served at ``<url rule>/jwks.json``: ``{"keys": [...]}`` with the public members only (and
-    ``kid``, ``use``, ``alg``); ``None`` for any other block."""
-    if settings.custom_properties.get(METHOD_KEY) != "private_key_jwt":
+    ``kid``, ``use``, ``alg``); ``None`` for any other block.
+
+    :param options: The block's parsed ``customProperties`` (a provider's
+        :attr:`~flask_social_oauth2.OAuth2Provider.options`); parsed from ``settings`` when not
+        given.
+    """
+    if options is None:
+        options = read_provider_options(settings)[0]
+    if options.token_auth_method != "private_key_jwt":  # noqa: S105 - a method's name
         return None
     key = load_signing_key(settings.client_secret)
     public = key.as_dict(private=False)
-    key_id = settings.custom_properties.get(KEY_ID_KEY)
-    if key_id:
-        public["kid"] = key_id
+    if options.key_id:
+        public["kid"] = options.key_id
     public.update(use="sig", alg=algorithm_of(key))
     return {"keys": [public]}

@@ -14,9 +14,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Final
 from urllib.parse import quote
 
-from ..config.settings import OAuth2Settings
+from ..config.provider_options import PAR_MODES, ProviderOptions
 from ..errors import ConfigurationError, ConfigurationProblem, UnexpectedResponseError
-from ..urls import check_endpoint_url
 from .flow import read_token_fields, safe_error_code
 from .provider_response import ProviderResponse
 
@@ -25,54 +24,42 @@ if TYPE_CHECKING:
 
 MODE_KEY: Final = "pushedAuthorization"
 URL_KEY: Final = "pushedAuthorizationURL"
-MODES: Final = ("auto", "required", "off")
+MODES: Final = PAR_MODES
 STEP: Final = "pushed authorization request"
 #: The longest ``request_uri`` accepted (RFC 9126 leaves it to the server; real ones are short).
 MAX_REQUEST_URI: Final = 1024
 
 
-def settings_problems(settings: OAuth2Settings, *, has_issuer: bool) -> list[ConfigurationProblem]:
-    """A mode that does not exist, an endpoint that is not https (http only on loopback), or
-    ``required`` with neither an issuer (whose metadata may name the endpoint) nor an
-    endpoint."""
-    problems = []
-    custom = settings.custom_properties
-    mode = custom.get(MODE_KEY, "auto")
-    if mode not in MODES:
-        problems.append(
-            ConfigurationProblem(
-                None, f"customProperties.{MODE_KEY}", f"must be one of {', '.join(MODES)}"
-            )
+def settings_problems(options: ProviderOptions, *, has_issuer: bool) -> list[ConfigurationProblem]:
+    """``required`` with neither an issuer (whose metadata may name the endpoint) nor an
+    endpoint (the mode and the endpoint's address are checked by
+    :func:`~flask_social_oauth2.config.provider_options.read_provider_options`)."""
+    if options.pushed_authorization != "required" or options.pushed_authorization_url:
+        return []
+    if has_issuer:
+        return []
+    return [
+        ConfigurationProblem(
+            None,
+            f"customProperties.{MODE_KEY}",
+            f"is 'required' but the block names no {URL_KEY} and no issuer whose metadata"
+            " could name the endpoint",
         )
-    url = custom.get(URL_KEY)
-    if url is not None:
-        error = check_endpoint_url(url)
-        if error is not None:
-            problems.append(ConfigurationProblem(None, f"customProperties.{URL_KEY}", error))
-    elif mode == "required" and not has_issuer:
-        problems.append(
-            ConfigurationProblem(
-                None,
-                f"customProperties.{MODE_KEY}",
-                f"is 'required' but the block names no {URL_KEY} and no issuer whose metadata"
-                " could name the endpoint",
-            )
-        )
-    return problems
+    ]
 
 
 def endpoint(
-    provider: str, settings: OAuth2Settings, metadata: Callable[[], ProviderMetadata | None]
+    provider: str, options: ProviderOptions, metadata: Callable[[], ProviderMetadata | None]
 ) -> str | None:
     """Where this flow's authorization request is pushed, or ``None`` for a plain redirect.
 
     :param metadata: Reads the provider's metadata; called only when it decides.
     :raises ConfigurationError: for ``required`` when the metadata names no endpoint.
     """
-    mode = settings.custom_properties.get(MODE_KEY, "auto")
+    mode = options.pushed_authorization
     if mode == "off":
         return None
-    configured = settings.custom_properties.get(URL_KEY)
+    configured = options.pushed_authorization_url
     if configured is not None:
         return configured
     found_in = metadata()

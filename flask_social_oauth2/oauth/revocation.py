@@ -9,9 +9,9 @@ from collections.abc import Callable, Sequence
 from typing import Final
 from urllib.parse import urlencode
 
+from ..config.provider_options import ProviderOptions
 from ..config.settings import OAuth2Info, OAuth2Settings
-from ..errors import ConfigurationProblem, UnexpectedResponseError
-from ..urls import check_endpoint_url
+from ..errors import UnexpectedResponseError
 from .flow import read_token_fields
 from .provider_response import ProviderResponse
 
@@ -26,26 +26,13 @@ API_BASE_URL_KEY: Final = "apiBaseURL"
 END_SESSION_URL_KEY: Final = "endSessionURL"
 
 
-def settings_problems(settings: OAuth2Settings) -> list[ConfigurationProblem]:
-    """A ``customProperties.revocationURL``, ``apiBaseURL`` or ``endSessionURL`` that is not
-    https (http only on loopback): the first receives the refresh token, the second every API
-    call's token, the third the browser at sign-out."""
-    problems = []
-    for key in (REVOCATION_URL_KEY, API_BASE_URL_KEY, END_SESSION_URL_KEY):
-        url = settings.custom_properties.get(key)
-        error = None if url is None else check_endpoint_url(url)
-        if error is not None:
-            problems.append(ConfigurationProblem(None, f"customProperties.{key}", error))
-    return problems
-
-
 def endpoint(
-    settings: OAuth2Settings, built_in: str | None, discovered: Callable[[], str | None]
+    options: ProviderOptions, built_in: str | None, discovered: Callable[[], str | None]
 ) -> str | None:
     """The revocation endpoint: ``customProperties.revocationURL``, else the provider's
     built-in one, else the discovery document's ``revocation_endpoint`` (read only when the
     first two are absent)."""
-    return settings.custom_properties.get(REVOCATION_URL_KEY) or built_in or discovered()
+    return options.revocation_url or built_in or discovered()
 
 
 def request_body(

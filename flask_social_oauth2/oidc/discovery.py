@@ -26,12 +26,15 @@ from typing import TYPE_CHECKING, Any, Final, Protocol
 from urllib.parse import urlsplit
 
 from .. import caches
+from ..config import provider_options
+from ..config.provider_options import ProviderOptions
+from ..config.provider_options import issuer_from_discovery_url as issuer_from_discovery_url
+from ..config.provider_options import issuer_problem as issuer_problem
 from ..config.settings import OAuth2Settings
-from ..errors import AuthenticationError, ConfigurationProblem, DiscoveryError
+from ..errors import AuthenticationError, DiscoveryError
 from ..oauth.metadata import ProviderMetadata as ProviderMetadata
 from ..oauth.metadata import issuer_matches
 from ..oauth.provider_response import ProviderResponse
-from ..urls import check_endpoint_url
 from .document_cache import Clock, DocumentCache, Entry
 
 if TYPE_CHECKING:
@@ -39,11 +42,11 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("flask_social_oauth2")
 
-#: The path of the discovery document below the issuer (OpenID Connect Discovery 1.0, 4).
-WELL_KNOWN_PATH: Final = "/.well-known/openid-configuration"
-#: The path of an OAuth 2.0 authorization server's metadata (RFC 8414, 3), inserted between the
-#: issuer's host and its path.
-RFC8414_PATH: Final = "/.well-known/oauth-authorization-server"
+#: The path of the discovery document below the issuer (OpenID Connect Discovery 1.0, 4), and
+#: that of an OAuth 2.0 authorization server's metadata (RFC 8414, 3), inserted between the
+#: issuer's host and its path (both defined with the ``discoveryURL`` they check).
+WELL_KNOWN_PATH: Final = provider_options.WELL_KNOWN_PATH
+RFC8414_PATH: Final = provider_options.RFC8414_PATH
 #: Seconds a discovery document or key set is kept when the answer has no ``max-age``.
 DEFAULT_CACHE_SECONDS: Final = 3600
 #: The shortest time an answer is kept, whatever its ``Cache-Control`` says
@@ -97,48 +100,22 @@ class Source:
 # -- configuration -------------------------------------------------------------------------------
 
 
-def issuer_from_discovery_url(url: str) -> str | None:
-    """The issuer a discovery address implies: the part before
-    ``/.well-known/openid-configuration`` (OpenID Connect Discovery), or the host plus the part
-    after ``/.well-known/oauth-authorization-server`` (RFC 8414); else ``None``."""
-    parts = urlsplit(url)
-    if parts.query or parts.fragment:
-        return None
-    origin = f"{parts.scheme}://{parts.netloc}"
-    if parts.path.endswith(WELL_KNOWN_PATH):
-        return origin + parts.path[: -len(WELL_KNOWN_PATH)]
-    if parts.path == RFC8414_PATH or parts.path.startswith(RFC8414_PATH + "/"):
-        return origin + parts.path[len(RFC8414_PATH) :]
-    return None
-
-
-def configured_issuer(settings: OAuth2Settings) -> str | None:
-    """The issuer named by the block: ``customProperties.issuer``, else the one implied by
-    ``customProperties.discoveryURL``; ``None`` when the block names none."""
-    properties = settings.custom_properties
-    issuer = properties.get("issuer")
-    if issuer:
-        return issuer
-    discovery = properties.get("discoveryURL")
-    return issuer_from_discovery_url(discovery) if discovery else None
-
-
-def discovery_url(settings: OAuth2Settings, issuer: str) -> str:
+def discovery_url(options: ProviderOptions, issuer: str) -> str:
     """Where the discovery document of ``issuer`` is read: ``customProperties.discoveryURL``,
     else ``issuer`` (without a trailing ``/``) followed by :data:`WELL_KNOWN_PATH`."""
-    return _discovery_url(settings.custom_properties.get("discoveryURL"), issuer)
+    return _discovery_url(options.discovery_url, issuer)
 
 
 def _discovery_url(configured: str | None, issuer: str) -> str:
     return configured or issuer.rstrip("/") + WELL_KNOWN_PATH
 
 
-def metadata_urls(settings: OAuth2Settings, issuer: str) -> tuple[str, ...]:
+def metadata_urls(options: ProviderOptions, issuer: str) -> tuple[str, ...]:
     """Where the metadata of ``issuer`` is looked for, in order: ``customProperties.discoveryURL``
     alone; else the OpenID Connect discovery document (:func:`discovery_url`), then, when that is
     not found (404), RFC 8414's authorization server metadata, whose well-known path goes
     between the issuer's host and its path."""
-    return _metadata_urls(settings.custom_properties.get("discoveryURL"), issuer)
+    return _metadata_urls(options.discovery_url, issuer)
 
 
 def _metadata_urls(configured: str | None, issuer: str) -> tuple[str, ...]:
@@ -147,40 +124,6 @@ def _metadata_urls(configured: str | None, issuer: str) -> tuple[str, ...]:
     parts = urlsplit(issuer)
     rfc8414 = f"{parts.scheme}://{parts.netloc}{RFC8414_PATH}{parts.path.rstrip('/')}"
     return _discovery_url(None, issuer), rfc8414
-
-
-def issuer_problem(issuer: str) -> str | None:
-    """What is wrong with ``issuer`` as an issuer identifier (https, or http on a loopback
-    host; no query or fragment), as a sentence; ``None`` when it is acceptable."""
-    error = check_endpoint_url(issuer)
-    if error is None and (urlsplit(issuer).query or "?" in issuer):
-        error = "must not contain a query (OpenID Connect Discovery 2)"
-    if error is None and "#" in issuer:
-        error = "must not contain a fragment (OpenID Connect Discovery 2)"
-    return error
-
-
-def settings_problems(settings: OAuth2Settings) -> list[ConfigurationProblem]:
-    """Problems of the discovery ``customProperties`` (``issuer``, ``discoveryURL``) of
-    ``settings``; the provider name is filled in by the caller."""
-    properties = settings.custom_properties
-    problems: list[ConfigurationProblem] = []
-    issuer = properties.get("issuer")
-    if issuer is not None:
-        error = issuer_problem(issuer)
-        if error:
-            problems.append(ConfigurationProblem(None, "customProperties.issuer", error))
-    discovery = properties.get("discoveryURL")
-    if discovery is not None:
-        error = check_endpoint_url(discovery)
-        if error is None and issuer is None and issuer_from_discovery_url(discovery) is None:
-            error = (
-                f"does not end in {WELL_KNOWN_PATH}, so the issuer cannot be derived from it:"
-                " set customProperties.issuer too"
-            )
-        if error:
-            problems.append(ConfigurationProblem(None, "customProperties.discoveryURL", error))
-    return problems
 
 
 # -- the discovery document ----------------------------------------------------------------------
@@ -270,7 +213,9 @@ def _json_of(source: Source, response: ProviderResponse, step: str) -> tuple[Any
         ) from None
 
 
-def provider_metadata(source: Source, settings: OAuth2Settings, issuer: str) -> ProviderMetadata:
+def provider_metadata(
+    source: Source, settings: OAuth2Settings, options: ProviderOptions, issuer: str
+) -> ProviderMetadata:
     """The metadata of ``issuer``, from this process's cache or fetched now: its OpenID Connect
     discovery document, or where there is none its RFC 8414 metadata (see
     :func:`metadata_urls`).
@@ -280,15 +225,16 @@ def provider_metadata(source: Source, settings: OAuth2Settings, issuer: str) -> 
     :data:`MAX_STALE_SECONDS`, retried each :data:`MIN_CACHE_SECONDS`. A fetch that fails with
     nothing to serve is remembered for :attr:`Source.failure_ttl`.
 
-    :param settings: The provider's settings: ``customProperties.discoveryURL``, and
-        ``accessTokenURL`` (a ``token_endpoint`` that differs is logged; never used).
+    :param settings: The provider's settings: ``accessTokenURL`` (a ``token_endpoint`` that
+        differs is logged; never used).
+    :param options: Its ``customProperties``: ``discoveryURL``.
     :raises DiscoveryError: when it cannot be fetched or read, or its ``issuer`` is not
         ``issuer``.
     """
     return issuer_metadata(
         source,
         issuer,
-        discovery_url=settings.custom_properties.get("discoveryURL"),
+        discovery_url=options.discovery_url,
         access_token_url=settings.access_token_url,
     )
 

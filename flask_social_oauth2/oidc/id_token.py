@@ -14,11 +14,12 @@ import dataclasses
 import hmac
 import importlib.util
 import logging
-import re
 from collections.abc import Iterable, Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final
 
+from ..config import provider_options
+from ..config.provider_options import ProviderOptions
 from ..config.settings import OAuth2Info, OAuth2Settings
 from ..errors import ConfigurationProblem, DiscoveryError, IdTokenError
 from ..oauth.flow import safe_error_code
@@ -33,29 +34,13 @@ logger = logging.getLogger("flask_social_oauth2")
 
 #: Algorithms an ID token may be signed with: asymmetric ones only, never ``none`` or HMAC
 #: (an HMAC "signed" with a public key would be forgeable by anyone).
-SAFE_ALGORITHMS: Final = frozenset(
-    {
-        "RS256",
-        "RS384",
-        "RS512",
-        "PS256",
-        "PS384",
-        "PS512",
-        "ES256",
-        "ES384",
-        "ES512",
-        "EdDSA",
-        "Ed25519",
-    }
-)
+SAFE_ALGORITHMS: Final = provider_options.SAFE_ALGORITHMS
 #: Clock skew allowed on ``exp``, ``iat`` and ``nbf`` unless ``customProperties.idTokenLeeway``
 #: says otherwise, and the most it may say.
-DEFAULT_LEEWAY: Final = 60
-MAX_LEEWAY: Final = 300
+DEFAULT_LEEWAY: Final = provider_options.DEFAULT_ID_TOKEN_LEEWAY
+MAX_LEEWAY: Final = provider_options.MAX_ID_TOKEN_LEEWAY
 
 _MAX_ID_TOKEN: Final = 16 * 1024
-# Only ASCII digits: str.isdigit() also accepts "²", which int() refuses.
-_WHOLE_SECONDS: Final = re.compile(r"[0-9]{1,3}")
 _ALGORITHM_KEY_TYPES: Final[Mapping[str, tuple[str, str | None]]] = MappingProxyType(
     {
         "RS256": ("RSA", None),
@@ -76,64 +61,26 @@ _ALGORITHM_KEY_TYPES: Final[Mapping[str, tuple[str, str | None]]] = MappingProxy
 # -- configuration -------------------------------------------------------------------------------
 
 
-def _leeway_setting(settings: OAuth2Settings) -> int | None:
-    """``customProperties.idTokenLeeway`` as seconds; ``None`` when absent or not a whole
-    number from 0 to :data:`MAX_LEEWAY`."""
-    value = settings.custom_properties.get("idTokenLeeway")
-    if value is None or not _WHOLE_SECONDS.fullmatch(value) or int(value) > MAX_LEEWAY:
-        return None
-    return int(value)
-
-
-def id_token_leeway(settings: OAuth2Settings) -> int:
-    """Seconds of clock skew allowed on the ID token's times (``customProperties.idTokenLeeway``,
-    default :data:`DEFAULT_LEEWAY`)."""
-    leeway = _leeway_setting(settings)
-    return DEFAULT_LEEWAY if leeway is None else leeway
-
-
 def allowed_algorithms(
-    settings: OAuth2Settings, metadata: ProviderMetadata | None = None
+    options: ProviderOptions, metadata: ProviderMetadata | None = None
 ) -> frozenset[str]:
     """The algorithms an ID token may use: ``customProperties.idTokenAlgorithms`` (space
     separated) or :data:`SAFE_ALGORITHMS`, narrowed to what the discovery document lists in
     ``id_token_signing_alg_values_supported``; never an algorithm outside the safe set."""
-    configured = settings.custom_properties.get("idTokenAlgorithms")
-    allowed = SAFE_ALGORITHMS & set(configured.split()) if configured else SAFE_ALGORITHMS
+    allowed = options.id_token_algorithms & SAFE_ALGORITHMS
     if metadata is not None and metadata.signing_algorithms is not None:
         allowed &= metadata.signing_algorithms
     return allowed
 
 
-def settings_problems(settings: OAuth2Settings, *, verifies: bool) -> list[ConfigurationProblem]:
-    """Problems of the ID token ``customProperties`` (``idTokenAlgorithms``,
-    ``idTokenLeeway``) of ``settings``; the provider name is filled in by the caller.
+def settings_problems(*, verifies: bool) -> list[ConfigurationProblem]:
+    """A provider that verifies ID tokens without the joserfc library (the values of
+    ``idTokenAlgorithms`` and ``idTokenLeeway`` are checked by
+    :func:`~flask_social_oauth2.config.provider_options.read_provider_options`).
 
-    :param verifies: Whether this provider verifies ID tokens with these settings (then the
-        joserfc library must be installed).
+    :param verifies: Whether this provider verifies ID tokens with its settings.
     """
-    properties = settings.custom_properties
     problems: list[ConfigurationProblem] = []
-    algorithms = properties.get("idTokenAlgorithms")
-    if algorithms is not None:
-        unsafe = sorted(set(algorithms.split()) - SAFE_ALGORITHMS)
-        if unsafe or not algorithms.split():
-            problems.append(
-                ConfigurationProblem(
-                    None,
-                    "customProperties.idTokenAlgorithms",
-                    f"must list asymmetric algorithms among {', '.join(sorted(SAFE_ALGORITHMS))}"
-                    + (f"; not {', '.join(repr(name) for name in unsafe)}" if unsafe else ""),
-                )
-            )
-    if "idTokenLeeway" in properties and _leeway_setting(settings) is None:
-        problems.append(
-            ConfigurationProblem(
-                None,
-                "customProperties.idTokenLeeway",
-                f"must be a whole number of seconds from 0 to {MAX_LEEWAY} (ASCII digits)",
-            )
-        )
     if verifies and importlib.util.find_spec("joserfc") is None:
         problems.append(
             ConfigurationProblem(
@@ -166,6 +113,7 @@ def _matching_keys(keys: Iterable[Key], algorithm: str, kid: str | None) -> list
 def verify_id_token(
     source: Source,
     settings: OAuth2Settings,
+    options: ProviderOptions,
     id_token: object,
     metadata: ProviderMetadata,
     *,
@@ -176,7 +124,8 @@ def verify_id_token(
     """Verify an ID token (OpenID Connect Core 3.1.3.7) and return its claims.
 
     :param source: The provider's name and how to fetch its key set.
-    :param settings: The provider's settings (client id, algorithms, leeway).
+    :param settings: The provider's settings (client id).
+    :param options: Its ``customProperties`` (ID token algorithms, leeway).
     :param id_token: The token response's ``id_token``.
     :param metadata: The provider's discovery document.
     :param nonce: The nonce sent with the authorization request; the token must carry it.
@@ -199,7 +148,7 @@ def verify_id_token(
     except (JoseError, ValueError, TypeError, UnicodeError):
         raise IdTokenError(name, "id_token is not a signed JWT (JWS compact form)") from None
     algorithm = header.get("alg")
-    if not isinstance(algorithm, str) or algorithm not in allowed_algorithms(settings, metadata):
+    if not isinstance(algorithm, str) or algorithm not in allowed_algorithms(options, metadata):
         shown = safe_error_code(algorithm) if isinstance(algorithm, str) else "<missing>"
         raise IdTokenError(name, f"id_token algorithm {shown!r} is not allowed")
     kid = header.get("kid")
@@ -230,6 +179,7 @@ def verify_id_token(
     check_claims(
         name,
         settings,
+        options,
         claims,
         metadata,
         nonce=nonce,
@@ -242,6 +192,7 @@ def verify_id_token(
 def check_claims(
     provider: str,
     settings: OAuth2Settings,
+    options: ProviderOptions,
     claims: dict[str, Any],
     metadata: ProviderMetadata,
     *,
@@ -260,7 +211,7 @@ def check_claims(
     from joserfc.errors import ClaimError, ExpiredTokenError, MissingClaimError
 
     checks = jwt.JWTClaimsRegistry(
-        leeway=id_token_leeway(settings),
+        leeway=options.id_token_leeway,
         iss={"essential": True},
         sub={"essential": True},
         aud={"essential": True},
@@ -313,6 +264,7 @@ def check_claims(
 def verify_token_response(
     source: Source,
     settings: OAuth2Settings,
+    options: ProviderOptions,
     info: OAuth2Info,
     issuer: str,
     *,
@@ -341,10 +293,11 @@ def verify_token_response(
                 "token response has no id_token although the scope asks for openid",
             )
         return info
-    metadata = discovery.provider_metadata(source, settings, issuer)
+    metadata = discovery.provider_metadata(source, settings, options, issuer)
     claims = verify_id_token(
         source,
         settings,
+        options,
         id_token,
         metadata,
         nonce=nonce,

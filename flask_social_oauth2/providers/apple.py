@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, TypeAlias
 
 from flask import g, has_request_context, request
 
 from ..config.profile_fields import ProfileFields
+from ..config.provider_options import PropertyReader
 from ..config.settings import OAuth2Info, OAuth2Settings
 from ..errors import (
     ConfigurationProblem,
@@ -18,7 +20,6 @@ from ..errors import (
 )
 from ..oauth import flow
 from ..oauth.dpop import DPoPKey
-from ..oidc import discovery
 from ..web.state_cookie import PendingFlow
 from . import apple_secret
 from .base import BuiltinProvider, provider_class
@@ -101,6 +102,15 @@ expected ID token `iss`, discovery, keys and the revocation endpoint), e.g. a te
 )
 
 
+@dataclass(frozen=True, slots=True)
+class AppleOptions:
+    """The ``customProperties`` only Sign in with Apple reads (``keyID`` is the generic
+    ``provider.options.key_id``)."""
+
+    #: ``teamID``: the team that owns the key (the client secret's ``iss``).
+    team_id: str
+
+
 class AppleHooks(ProviderHooks):
     """Sign in with Apple (see :data:`FACTS`): the form-post callback and its hop, the
     client-secret JWT, and the profile from the ID token and the first ``user`` name."""
@@ -115,19 +125,18 @@ class AppleHooks(ProviderHooks):
 
     def issuer(self, settings: OAuth2Settings, issuer: str | None) -> str | None:
         """``customProperties.issuer``, else Apple's: Apple always answers an ID token."""
-        return discovery.configured_issuer(settings) or APPLE_ISSUER
+        return issuer or APPLE_ISSUER
+
+    def read_options(self, read: PropertyReader) -> AppleOptions:
+        """``teamID`` and ``keyID`` are required (their form is checked by :data:`FACTS`)."""
+        for key in ("teamID", "keyID"):
+            if not read.text(key):
+                read.problem(key, "is required for Sign in with Apple")
+        return AppleOptions(team_id=read.text("teamID") or "")
 
     def settings_problems(
         self, settings: OAuth2Settings, problems: list[ConfigurationProblem]
     ) -> list[ConfigurationProblem]:
-        properties = settings.custom_properties
-        for key in ("teamID", "keyID"):
-            if not properties.get(key):
-                problems.append(
-                    ConfigurationProblem(
-                        None, f"customProperties.{key}", "is required for Sign in with Apple"
-                    )
-                )
         try:
             apple_secret.load_private_key(settings.client_secret)
         except ValueError as error:
@@ -170,17 +179,16 @@ class AppleHooks(ProviderHooks):
     def revocation_url(self, provider: HookedProvider, built_in: str | None) -> str | None:
         """Apple's, unless ``customProperties.issuer`` names another issuer: then its discovery
         document's ``revocation_endpoint``."""
-        if discovery.configured_issuer(provider.settings) is not None:
+        if provider.options.issuer is not None:
             return None
         return built_in
 
     def token_request_settings(self, provider: HookedProvider) -> OAuth2Settings:
         """The settings with ``clientSecret`` replaced by the client-secret JWT."""
         settings = provider.settings
-        properties = settings.custom_properties
         claims = apple_secret.SecretClaims(
-            team_id=properties.get("teamID", ""),
-            key_id=properties.get("keyID", ""),
+            team_id=provider.options.own_as(AppleOptions).team_id,
+            key_id=provider.options.key_id or "",
             client_id=settings.client_id,
             audience=provider.issuer or APPLE_ISSUER,
         )

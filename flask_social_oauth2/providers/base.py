@@ -15,6 +15,7 @@ from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 from flask import has_request_context, request
 
 from ..config.profile_fields import first_text, lookup
+from ..config.provider_options import PropertyReader
 from ..config.settings import OAuth2Info, OAuth2Settings, SocialProfile
 from ..errors import (
     AuthenticationError,
@@ -27,7 +28,7 @@ from ..oauth.flow import safe_error_code
 from ..oauth.provider_response import ProviderResponse
 from ..urls import check_endpoint_url
 from ..web.state_cookie import PendingFlow
-from .facts import CallbackTokenServer, ProviderFacts, Quirk
+from .facts import CallbackTokenServer, FactsOptions, ProviderFacts, Quirk
 from .hooks import ProviderHooks
 from .oauth2 import OAuth2Provider
 
@@ -79,9 +80,19 @@ class BuiltinProvider(OAuth2Provider):
     without code of their own get a generated subclass (:func:`provider_class`).
     """
 
-    __slots__ = ()
+    __slots__ = ("_facts_options",)
 
     facts: ClassVar[ProviderFacts]
+
+    def __init__(self, name: str, settings: OAuth2Settings) -> None:
+        super().__init__(name, settings)
+        # the keys the facts name, parsed once per provider object like the generic ones
+        self._facts_options = self.facts.read_options(PropertyReader(self.settings))
+
+    @property
+    def facts_options(self) -> FactsOptions:
+        """The ``customProperties`` the provider's facts name, parsed when it was made."""
+        return self._facts_options
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -114,12 +125,9 @@ class BuiltinProvider(OAuth2Provider):
             if problem.key == "apiURL" and facts.api_url_hint is not None:
                 problem = ConfigurationProblem(None, "apiURL", f"is required: {facts.api_url_hint}")
             problems.append(problem)
-        for rule in facts.rules:
-            value = settings.custom_properties.get(rule.key)
-            message = None if value is None else rule.problem(value)
-            if message is not None:
-                problems.append(ConfigurationProblem(None, f"customProperties.{rule.key}", message))
-        return problems
+        read = PropertyReader(settings)
+        facts.read_options(read)
+        return problems + read.problems
 
     @classmethod
     def default_profile_url_for(cls, settings: OAuth2Settings) -> str | None:
@@ -138,7 +146,7 @@ class BuiltinProvider(OAuth2Provider):
     @property
     def user_agent(self) -> str:
         """The User-Agent of a :attr:`Quirk.DESCRIPTIVE_USER_AGENT` provider."""
-        configured = self.settings.custom_properties.get("userAgent")
+        configured = self._facts_options.user_agent
         if configured:
             return configured
         return f"web:{self.settings.client_id}:{package_version()} (flask-social-oauth2)"
@@ -169,7 +177,9 @@ class BuiltinProvider(OAuth2Provider):
 
     def profile_query(self, info: OAuth2Info) -> dict[str, str]:
         """The query parameters of the profile request."""
-        params = {param.name: param.value(self.settings) for param in self.facts.profile_params}
+        params = {
+            param.name: param.value(self._facts_options) for param in self.facts.profile_params
+        }
         return self.hooks.profile_query(self, info, params)
 
     def authorization_url(self, pending: PendingFlow, dpop_key: DPoPKey | None = None) -> str:
@@ -207,7 +217,7 @@ class BuiltinProvider(OAuth2Provider):
     def allowed_token_servers(self, where: CallbackTokenServer) -> frozenset[str]:
         """The servers a callback may name: the provider's own, the origin of
         ``accessTokenURL`` and ``customProperties.accountsServers``."""
-        listed = self.settings.custom_properties.get("accountsServers", "").split()
+        listed = self._facts_options.accounts_servers
         own = (self.settings.access_token_url, *where.servers, *listed)
         return frozenset(origin_of(url) for url in own)
 
@@ -255,7 +265,9 @@ class BuiltinProvider(OAuth2Provider):
     def profile_form(self, info: OAuth2Info) -> dict[str, str]:
         """The form body of a profile ``POST`` that carries the token."""
         form = {"access_token": info.access_token}
-        form.update((param.name, param.value(self.settings)) for param in self.facts.profile_form)
+        form.update(
+            (param.name, param.value(self._facts_options)) for param in self.facts.profile_form
+        )
         return self.hooks.profile_form(self, info, form)
 
     # -- the profile -------------------------------------------------------------------------
@@ -350,7 +362,7 @@ class BuiltinProvider(OAuth2Provider):
     @property
     def emails_url(self) -> str:
         """Where the user's e-mail addresses are listed (:attr:`ProviderFacts.email_list`)."""
-        configured = self.settings.custom_properties.get("emailsURL")
+        configured = self._facts_options.emails_url
         if configured:
             return configured
         url = self.profile_url

@@ -9,13 +9,16 @@ from __future__ import annotations
 import dataclasses
 import logging
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, TypeAlias
 from urllib.parse import quote, urlencode, urlsplit
 
 from flask import request
 
 from .. import atproto
+from ..atproto.client_metadata import DISPLAY_FIELDS
 from ..config.profile_fields import ProfileFields
+from ..config.provider_options import PropertyReader
 from ..config.settings import OAuth2Info, OAuth2Settings
 from ..errors import (
     ConfigurationProblem,
@@ -133,6 +136,20 @@ tests only) allows http on loopback.
 )
 
 
+@dataclass(frozen=True, slots=True)
+class BlueskyOptions:
+    """The ``customProperties`` only Bluesky reads (``allowLoopback`` is a generic one)."""
+
+    #: ``handleResolver``: the XRPC service that resolves handles (else DNS and HTTPS).
+    handle_resolver: str | None
+    #: ``plcURL``: the did:plc directory.
+    plc_url: str
+    #: ``dnsResolver``: the nameserver asked for ``_atproto`` TXT records (else the system's).
+    dns_resolver: str | None
+    #: The client metadata document's displayed fields (``clientName``, ``clientURI``, ...).
+    display: Mapping[str, str]
+
+
 class BlueskyHooks(ProviderHooks):
     """Sign in with Bluesky (see :data:`FACTS`). The registered provider is unbound; the flow
     uses a copy bound to the server it resolved (its ``context``)."""
@@ -151,41 +168,43 @@ class BlueskyHooks(ProviderHooks):
         """None: the issuer is each flow's own (its context's)."""
         return None
 
+    def read_options(self, read: PropertyReader) -> BlueskyOptions:
+        """Besides the forms :data:`FACTS` checks: ``dnsResolver`` is an IP address (with an
+        optional port); a published client authenticates with ``private_key_jwt`` (the
+        loopback client with ``none``), and its ``clientID`` is the URL (or path) of the
+        client metadata document, on the origin of ``clientURI``."""
+        nameserver = read.text("dnsResolver")
+        if nameserver is not None:
+            try:
+                atproto.DnsTxtLookup(nameserver)
+            except ValueError as wrong:
+                read.problem("dnsResolver", str(wrong))
+        published = is_published(read.settings)
+        wanted = "private_key_jwt" if published else "none"
+        method = read.text(client_auth.METHOD_KEY)
+        if method is not None and method != wanted:
+            which = "a published client" if published else "the loopback client"
+            read.problem(client_auth.METHOD_KEY, f"must be {wanted} for {which}")
+        if published:
+            client_id = read.settings.client_id
+            read.problems.extend(atproto.client_id_problems(client_id, read.text("clientURI")))
+        shown = {key: read.text(key) for key in DISPLAY_FIELDS}
+        return BlueskyOptions(
+            handle_resolver=read.text("handleResolver"),
+            plc_url=read.text("plcURL") or atproto.DEFAULT_PLC_URL,
+            dns_resolver=nameserver,
+            display={key: value for key, value in shown.items() if value},
+        )
+
     def settings_problems(
         self, settings: OAuth2Settings, problems: list[ConfigurationProblem]
     ) -> list[ConfigurationProblem]:
-        """Besides the shared checks: ``authorizationURL`` (the entryway) is required;
-        ``clientID`` is the loopback client or the URL (or path) of the client metadata
-        document; a published client authenticates with ``private_key_jwt``, so its
-        ``clientSecret`` must be a usable private key."""
-        method = settings.custom_properties.get(client_auth.METHOD_KEY)
-        published = is_published(settings)
-        wanted = "private_key_jwt" if published else "none"
+        """Besides the shared checks: ``authorizationURL`` (the entryway) is required."""
         problems = [problem for problem in problems if problem.key != "apiURL"]
         if settings.authorization_url is None:
             problems.append(
                 ConfigurationProblem(None, "authorizationURL", "is required (the entryway)")
             )
-        nameserver = settings.custom_properties.get("dnsResolver")
-        if nameserver is not None:
-            try:
-                atproto.DnsTxtLookup(nameserver)
-            except ValueError as wrong:
-                problems.append(
-                    ConfigurationProblem(None, "customProperties.dnsResolver", str(wrong))
-                )
-        if method is not None and method != wanted:
-            which = "a published client" if published else "the loopback client"
-            problems.append(
-                ConfigurationProblem(
-                    None,
-                    f"customProperties.{client_auth.METHOD_KEY}",
-                    f"must be {wanted} for {which}",
-                )
-            )
-        if published:
-            client_uri = settings.custom_properties.get("clientURI")
-            problems.extend(atproto.client_id_problems(settings.client_id, client_uri))
         return problems
 
     def uses_dpop(self, settings: OAuth2Settings) -> bool:
@@ -250,7 +269,7 @@ class BlueskyHooks(ProviderHooks):
         assert pending.verifier is not None
         settings, bound = provider.settings, provider.context
         hint = bound.get("login_hint")
-        extra = list(form_post.request_params(settings))
+        extra = list(form_post.request_params(settings, provider.options))
         if hint is not None:
             extra.append(("login_hint", hint))
         params = flow.authorization_params(
@@ -293,7 +312,7 @@ class BlueskyHooks(ProviderHooks):
             redirect_uri=resolve_redirect_uri(settings.redirect_url),
             scope=settings.scope or DEFAULT_SCOPE,
             signing_alg=client_auth.algorithm_of(key),
-            display=settings.custom_properties,
+            display=provider.options.own_as(BlueskyOptions).display,
         )
 
     def check_issuer(self, provider: HookedProvider, issuer: str | None) -> bool:
@@ -354,18 +373,18 @@ class BlueskyHooks(ProviderHooks):
 
 
 def _fetcher(provider: HookedProvider) -> atproto.GuardedFetcher:
-    allow = provider.settings.custom_properties.get("allowLoopback", "false") == "true"
+    allow = provider.options.allow_loopback
     return atproto.GuardedFetcher(allow_loopback=allow, provider=provider.name)
 
 
 def _resolve(provider: HookedProvider, handle_or_did: str) -> atproto.Resolved:
-    properties = provider.settings.custom_properties
+    options = provider.options.own_as(BlueskyOptions)
     return atproto.resolve(
         handle_or_did,
-        resolver_url=properties.get("handleResolver"),
-        plc_url=properties.get("plcURL", atproto.DEFAULT_PLC_URL),
+        resolver_url=options.handle_resolver,
+        plc_url=options.plc_url,
         fetch=_fetcher(provider),
-        dns=atproto.DnsTxtLookup(properties.get("dnsResolver")),
+        dns=atproto.DnsTxtLookup(options.dns_resolver),
     )
 
 

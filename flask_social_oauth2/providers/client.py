@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
+from ..config.provider_options import ProviderOptions
 from ..config.settings import OAuth2Info, OAuth2Settings
 from ..errors import (
     AuthenticationError,
@@ -44,6 +45,7 @@ class ProviderClient:
 
     :param name: The block's name (for errors and logs).
     :param settings: The block's settings.
+    :param options: Their ``customProperties``, parsed.
     :param issuer: The OpenID Connect issuer, or ``None``.
     :param token_auth_method: How the client authenticates at the token endpoint, unless
         ``customProperties.tokenEndpointAuthMethod`` says otherwise.
@@ -58,6 +60,7 @@ class ProviderClient:
         "_form_of",
         "_issuer",
         "_name",
+        "_options",
         "_settings",
         "_token_headers",
         "token_auth_method",
@@ -67,6 +70,7 @@ class ProviderClient:
         self,
         name: str,
         settings: OAuth2Settings,
+        options: ProviderOptions,
         *,
         issuer: str | None,
         token_auth_method: str,
@@ -76,12 +80,13 @@ class ProviderClient:
     ) -> None:
         self._name = name
         self._settings = settings
+        self._options = options
         self._issuer = issuer
         self._discovery = discovery
         self._token_headers = dict(token_headers or {})
         self._form_of = form_of
         # how the client authenticates at the token, PAR and revocation endpoints
-        self.token_auth_method = client_auth.method_of(settings, token_auth_method)
+        self.token_auth_method = client_auth.method_of(options, token_auth_method)
 
     @property
     def issuer(self) -> str | None:
@@ -98,7 +103,10 @@ class ProviderClient:
         (default: the block's) (a JWT assertion is fresh each time; its ``aud`` is the issuer,
         else ``url``)."""
         return client_auth.credentials(
-            self.token_auth_method, settings or self._settings, audience=self._issuer or url
+            self.token_auth_method,
+            settings or self._settings,
+            audience=self._issuer or url,
+            key_id=self._options.key_id,
         )
 
     # -- OpenID Connect ----------------------------------------------------------------------
@@ -112,7 +120,9 @@ class ProviderClient:
         issuer = self._issuer
         if issuer is None or not self._discovery:
             return None
-        return discovery.provider_metadata(self.openid_source(), self._settings, issuer)
+        return discovery.provider_metadata(
+            self.openid_source(), self._settings, self._options, issuer
+        )
 
     def openid_source(self) -> discovery.Source:
         """How discovery and ID token checks reach this provider's documents: GET requests

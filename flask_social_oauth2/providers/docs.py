@@ -441,6 +441,14 @@ def test_the_hook_reads_the_profile():
     assert profile.email == "ada@example.test"
 ```
 
+A hook reads the block's `customProperties` as `provider.options` (a `ProviderOptions`
+record, parsed and checked once, when the app starts: `provider.options.issuer`, `.dpop`,
+`.title`, ...), never as strings. Keys that only your provider reads are parsed by one more
+hook, `read_options(self, read)`: it returns a frozen record of your own, built with
+`read.text("key")`, `read.url("key")` or `read.flag("key")`, and calls
+`read.problem("key", "must be ...")` for a wrong value, which `init_app` lists with every other
+problem; a hook reads it back with `provider.options.own_as(YourOptions)`.
+
 A provider that needs what a built-in one does (an e-mail list, a token scheme, API headers,
 a quirk) states it as facts: subclass `BuiltinProvider` and set only the facts that differ
 from the defaults.

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, TypeAlias
 
 from ..config.profile_fields import ProfileFields
+from ..config.provider_options import PropertyReader
 from ..config.settings import OAuth2Info
 from .base import BuiltinProvider, provider_class
 from .facts import Param, PropertyRule, ProviderFacts
@@ -65,16 +67,27 @@ def appsecret_proof(access_token: str, client_secret: str) -> str:
     return hmac.new(key, access_token.encode("utf-8"), hashlib.sha256).hexdigest()
 
 
+@dataclass(frozen=True, slots=True)
+class FacebookOptions:
+    """The ``customProperties`` only Facebook reads (their form is checked by :data:`FACTS`)."""
+
+    #: ``appsecretProof`` is ``"true"``.
+    appsecret_proof: bool
+
+
 class FacebookHooks(ProviderHooks):
     """With ``customProperties.appsecretProof: "true"`` each call also carries
     ``appsecret_proof``, which is bound to the token and reveals neither it nor the secret."""
 
     __slots__ = ()
 
+    def read_options(self, read: PropertyReader) -> FacebookOptions:
+        return FacebookOptions(appsecret_proof=read.is_true("appsecretProof"))
+
     def profile_query(
         self, provider: HookedProvider, info: OAuth2Info, params: dict[str, str]
     ) -> dict[str, str]:
-        if provider.settings.custom_properties.get("appsecretProof") == "true":
+        if provider.options.own_as(FacebookOptions).appsecret_proof:
             secret = provider.settings.client_secret
             params["appsecret_proof"] = appsecret_proof(info.access_token, secret)
         return params

@@ -17,7 +17,7 @@ from types import MappingProxyType
 from typing import Final, Literal
 
 from ..config.profile_fields import OPENID_FIELDS, ProfileFields
-from ..config.settings import OAuth2Settings
+from ..config.provider_options import PropertyReader
 from ..urls import check_endpoint_url
 from .client import TokenAuthMethod
 
@@ -58,6 +58,22 @@ class Quirk(enum.Enum):
 
 
 @dataclass(frozen=True, slots=True)
+class FactsOptions:
+    """The ``customProperties`` a built-in provider's facts name, parsed once (see
+    :meth:`ProviderFacts.read_options`)."""
+
+    #: ``userAgent`` (:attr:`Quirk.DESCRIPTIVE_USER_AGENT` providers).
+    user_agent: str | None = None
+    #: ``emailsURL`` (providers with an :class:`EmailList`).
+    emails_url: str | None = None
+    #: ``accountsServers``, split (providers with a :class:`CallbackTokenServer`).
+    accounts_servers: tuple[str, ...] = ()
+    #: The profile request's parameters the block sets, by ``customProperties`` key
+    #: (:attr:`Param.property`).
+    profile_params: Mapping[str, str] = field(default_factory=lambda: _EMPTY)
+
+
+@dataclass(frozen=True, slots=True)
 class Param:
     """A parameter of the profile request: ``customProperties[property]`` when the block sets
     it, else ``default``."""
@@ -66,11 +82,11 @@ class Param:
     default: str
     property: str | None = None
 
-    def value(self, settings: OAuth2Settings) -> str:
-        """The value to send for ``settings``."""
+    def value(self, options: FactsOptions) -> str:
+        """The value to send, given the block's parsed ``options``."""
         if self.property is None:
             return self.default
-        return settings.custom_properties.get(self.property, self.default)
+        return options.profile_params.get(self.property, self.default)
 
 
 #: A header value: Latin-1 without control characters (C0, DEL, C1).
@@ -262,6 +278,24 @@ class ProviderFacts:
         if self.callback_token_server is not None:
             implied.append(PropertyRule("accountsServers", "urls"))
         return (*self.property_rules, *implied)
+
+    def read_options(self, read: PropertyReader) -> FactsOptions:
+        """The ``customProperties`` these facts name, checked (:attr:`rules`) and parsed."""
+        for rule in self.rules:
+            value = read.text(rule.key)
+            message = None if value is None else rule.problem(value)
+            if message is not None:
+                read.problem(rule.key, message)
+        params = (*self.profile_params, *self.profile_form)
+        named = {param.property: read.text(param.property) for param in params if param.property}
+        return FactsOptions(
+            user_agent=read.text("userAgent"),
+            emails_url=read.text("emailsURL"),
+            accounts_servers=tuple((read.text("accountsServers") or "").split()),
+            profile_params=MappingProxyType(
+                {key: value for key, value in named.items() if value is not None}
+            ),
+        )
 
     @property
     def custom_properties(self) -> tuple[str, ...]:

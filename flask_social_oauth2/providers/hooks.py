@@ -15,8 +15,9 @@ OAuth 2.0, so a hooks class overrides only what its provider does differently::
         hooks = AcmeHooks()
 
 A hook returning ``None`` leaves the step to the generic flow. A hook gets the provider as
-:class:`~flask_social_oauth2.providers.hooks.HookedProvider`: its name, settings and requests
-(its client), nothing of the flow.
+:class:`~flask_social_oauth2.providers.hooks.HookedProvider`: its name, settings (and their
+``customProperties`` parsed, :attr:`HookedProvider.options`) and requests (its client),
+nothing of the flow.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Protocol
 
+from ..config.provider_options import PropertyReader, ProviderOptions
 from ..config.settings import OAuth2Info, OAuth2Settings, SocialProfile
 from ..errors import ConfigurationProblem
 from ..oauth.dpop import DPoPKey
@@ -43,6 +45,9 @@ class HookedProvider(Protocol):
 
     @property
     def settings(self) -> OAuth2Settings: ...
+
+    @property
+    def options(self) -> ProviderOptions: ...
 
     @property
     def client(self) -> ProviderClient: ...
@@ -96,6 +101,15 @@ class ProviderHooks:
         """The settings the provider runs with, made from the block's (e.g. the client
         authentication they imply)."""
         return settings
+
+    def read_options(self, read: PropertyReader) -> object:
+        """The ``customProperties`` only this provider reads, parsed into its own frozen
+        record (:attr:`ProviderOptions.own
+        <flask_social_oauth2.config.provider_options.ProviderOptions.own>`, read back with
+        ``provider.options.own_as(MyOptions)``), each wrong value noted with
+        ``read.problem``; ``None`` (the default) when it reads none. Called once per provider
+        object, when it is made."""
+        return None
 
     def settings_problems(
         self, settings: OAuth2Settings, problems: list[ConfigurationProblem]

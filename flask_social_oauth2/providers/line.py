@@ -84,7 +84,9 @@ class LineHooks(ProviderHooks):
         metadata = provider.openid_metadata()
         assert metadata is not None
         nonce = pending.nonce if pending is not None else None
-        check_claims(provider.name, provider.settings, claims, metadata, nonce=nonce)
+        check_claims(
+            provider.name, provider.settings, provider.options, claims, metadata, nonce=nonce
+        )
         return dataclasses.replace(info, id_token_claims=claims)
 
     def read_profile(

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, TypeAlias
 
 from ..config.profile_fields import ProfileFields, as_text, first_text, lookup
+from ..config.provider_options import PropertyReader
 from ..config.settings import OAuth2Info, SocialProfile
 from .base import BuiltinProvider, provider_class
 from .facts import PropertyRule, ProviderFacts
@@ -91,11 +93,24 @@ def largest_image(answer: Any) -> str | None:
     return None
 
 
+@dataclass(frozen=True, slots=True)
+class LinkedInOptions:
+    """The ``customProperties`` only LinkedIn reads (their form is checked by :data:`FACTS`)."""
+
+    #: ``emailURL``: the legacy API's e-mail address call.
+    email_url: str | None
+    #: ``photoURL``: the legacy API's profile picture call.
+    photo_url: str | None
+
+
 class LinkedInHooks(ProviderHooks):
     """Reads the legacy member API's localized names and makes the extra e-mail and photo
     calls that API needs (``customProperties.emailURL``/``photoURL``)."""
 
     __slots__ = ()
+
+    def read_options(self, read: PropertyReader) -> LinkedInOptions:
+        return LinkedInOptions(email_url=read.text("emailURL"), photo_url=read.text("photoURL"))
 
     def read_profile(
         self, provider: HookedProvider, raw: Any, info: OAuth2Info, profile: SocialProfile
@@ -109,13 +124,13 @@ class LinkedInHooks(ProviderHooks):
     def complete_profile(
         self, provider: HookedProvider, info: OAuth2Info, profile: SocialProfile
     ) -> SocialProfile:
-        properties = provider.settings.custom_properties
-        email_url = properties.get("emailURL")
+        options = provider.options.own_as(LinkedInOptions)
+        email_url = options.email_url
         if profile.email is None and email_url:
             answer = provider.optional_json(email_url, info, "e-mail request")
             email = first_text(answer, "elements.0.handle~.emailAddress")
             profile = dataclasses.replace(profile, email=email, email_verified=None)
-        photo_url = properties.get("photoURL")
+        photo_url = options.photo_url
         if profile.avatar_url is None and photo_url:
             answer = provider.optional_json(photo_url, info, "photo request")
             profile = dataclasses.replace(profile, avatar_url=largest_image(answer))

@@ -20,6 +20,7 @@ from urllib.parse import urlsplit
 from flask import Response, request
 
 from ..config.profile_fields import OPENID_FIELDS, ProfileFields
+from ..config.provider_options import ProviderOptions, read_provider_options
 from ..config.settings import OAuth2Info, OAuth2Settings, SocialProfile
 from ..errors import AuthenticationError, ConfigurationProblem, ProfileRetrievalError
 from ..oauth import client_auth, flow
@@ -32,7 +33,7 @@ from ..web.provider import SocialProvider
 from ..web.start_confirmation import StartConfirmation
 from ..web.state_cookie import PendingFlow
 from . import profile_reading, token_requests
-from .client import DPOP_KEY, BodyWith, ProviderClient, TokenAuthMethod
+from .client import BodyWith, ProviderClient, TokenAuthMethod
 from .hooks import PLAIN, ProviderHooks
 
 __all__ = ["OAuth2Provider", "SocialProvider", "TokenAuthMethod"]
@@ -52,7 +53,7 @@ class OAuth2Provider(SocialProvider):
     facts) and, where it truly differs, :attr:`hooks`.
     """
 
-    __slots__ = ("_client", "_context")
+    __slots__ = ("_client", "_context", "_options")
 
     #: The profile address used when the block has no ``apiURL``.
     default_api_url: ClassVar[str | None] = None
@@ -83,6 +84,7 @@ class OAuth2Provider(SocialProvider):
 
     def __init__(self, name: str, settings: OAuth2Settings) -> None:
         super().__init__(name, self.hooks.prepare_settings(settings))
+        self._options = read_provider_options(self.settings, self.hooks.read_options)[0]
         self._context: Mapping[str, str] = _NO_CONTEXT
         self._client: ProviderClient | None = None  # made at first use, from checked settings
 
@@ -91,12 +93,18 @@ class OAuth2Provider(SocialProvider):
         return ProviderClient(
             self.name,
             settings,
-            issuer=self._context.get("issuer") or self.issuer_for(settings),
+            self._options,
+            issuer=self._context.get("issuer") or self.issuer_for(settings, self._options),
             token_auth_method=self.default_token_auth_method,
             token_headers=self.token_request_headers(),
             discovery=self.hooks.uses_discovery(),
             form_of=self.token_body_form(),
         )
+
+    @property
+    def options(self) -> ProviderOptions:
+        """The block's ``customProperties``, parsed when this provider was made."""
+        return self._options
 
     @property
     def client(self) -> ProviderClient:
@@ -125,10 +133,12 @@ class OAuth2Provider(SocialProvider):
     @classmethod
     def settings_problems(cls, settings: OAuth2Settings) -> list[ConfigurationProblem]:
         settings = cls.hooks.prepare_settings(settings)
-        issuer = cls.issuer_for(settings)
+        options, problems = read_provider_options(settings, cls.hooks.read_options)
+        issuer = cls.issuer_for(settings, options)
         has_profile = settings.api_url is not None or cls.default_profile_url_for(settings)
-        problems = token_requests.block_problems(
+        problems += token_requests.block_problems(
             settings,
+            options,
             issuer=issuer,
             has_profile=bool(has_profile) or issuer is not None,
             form_post_always=cls.hooks.form_post_callback,
@@ -155,11 +165,13 @@ class OAuth2Provider(SocialProvider):
         return cls.default_issuer
 
     @classmethod
-    def issuer_for(cls, settings: OAuth2Settings) -> str | None:
-        """The OpenID Connect issuer of ``settings``: ``customProperties.issuer`` (or the one
-        ``customProperties.discoveryURL`` implies); else, when the scope asks for ``openid``,
-        :meth:`default_issuer_for`; ``None`` when the provider is used as plain OAuth 2.0."""
-        issuer = discovery.configured_issuer(settings)
+    def issuer_for(
+        cls, settings: OAuth2Settings, options: ProviderOptions | None = None
+    ) -> str | None:
+        """The OpenID Connect issuer of ``settings`` (parsed as ``options``, else now):
+        ``customProperties.issuer`` (or the one ``discoveryURL`` implies); else, when the scope
+        asks for ``openid``, :meth:`default_issuer_for`; ``None`` for plain OAuth 2.0."""
+        issuer = (options or read_provider_options(settings)[0]).issuer
         if issuer is None and "openid" in (settings.scope or "").split():
             issuer = cls.default_issuer_for(settings)
         return cls.hooks.issuer(settings, issuer)
@@ -190,17 +202,14 @@ class OAuth2Provider(SocialProvider):
         return {}
 
     def token_body_form(self) -> Callable[[str], str] | None:
-        """What makes the form body of every token endpoint request as sent (e.g. JSON), or
-        ``None``: as it is."""
+        """What makes each token request's form body as sent (e.g. JSON); ``None``: as is."""
         return None
 
     def uses_dpop(self) -> bool:
         """Whether the provider's tokens are bound to a key of the sign-in (DPoP, RFC 9449):
         ``customProperties.dpop`` is ``"true"``."""
         chosen = self.hooks.uses_dpop(self.settings)
-        if chosen is not None:
-            return chosen
-        return self.settings.custom_properties.get(DPOP_KEY, "false") == "true"
+        return self._options.dpop if chosen is None else chosen
 
     def uses_nonce(self) -> bool:
         """Whether the flow sends an OpenID Connect nonce: when the scope asks for ``openid``."""
@@ -210,13 +219,12 @@ class OAuth2Provider(SocialProvider):
         return "openid" in (self.settings.scope or "").split()
 
     def uses_form_post(self) -> bool:
-        """Whether the provider's callback is a form ``POST`` (``response_mode=form_post``),
-        which :meth:`authenticate` reads, answering the provider's cross-site ``POST`` with one
-        same-origin hop (``flask_social_oauth2.web.form_post``): always for a provider whose
-        hooks say ``form_post_callback``, else when ``customProperties.responseMode`` (or
-        the ``response_mode`` of ``authorizationParams``) is ``form_post``. Otherwise a
-        ``POST`` to the route is a client-side framework's JSON."""
-        return self.hooks.form_post_callback or form_post.is_form_post(self.settings)
+        """Whether the callback is a form ``POST`` (answered with one same-origin hop,
+        ``flask_social_oauth2.web.form_post``): always when the hooks say
+        ``form_post_callback``, else when ``customProperties.responseMode`` (or
+        ``authorizationParams``' ``response_mode``) is ``form_post``. Otherwise a ``POST`` to
+        the route is a client-side framework's JSON."""
+        return self.hooks.form_post_callback or form_post.is_form_post(self.settings, self._options)
 
     # -- OpenID Connect and requests, through the client -----------------------------------
 
@@ -299,15 +307,14 @@ class OAuth2Provider(SocialProvider):
     def title(self) -> str:
         """The provider's name as people know it ("GitHub"): ``customProperties.title``, else
         the block's name (a built-in provider says its own)."""
-        return self.settings.custom_properties.get("title") or self.name
+        return self._options.title or self.name
 
     def authorization_origins(self) -> tuple[str, ...]:
         """The origins a sign-in start may send the browser to: that of the authorization
         endpoint, or, for a provider whose accounts each have their own server (Bluesky),
         any https origin (and loopback ones where ``allowLoopback`` is on)."""
         if self.api_base_per_identity:
-            loopback = self.settings.custom_properties.get("allowLoopback") == "true"
-            return ("https:", *(_LOOPBACK_ORIGINS if loopback else ()))
+            return ("https:", *(_LOOPBACK_ORIGINS if self._options.allow_loopback else ()))
         endpoint = self.authorization_endpoint()
         if endpoint is None:
             return ()
@@ -464,8 +471,7 @@ class OAuth2Provider(SocialProvider):
         return token_requests.logout_url(self, post_logout_redirect_uri, state)
 
     def built_in_revocation_url(self) -> str | None:
-        """The provider's own revocation endpoint for these settings: by default
-        :attr:`default_revocation_url`."""
+        """The provider's own revocation endpoint (by default :attr:`default_revocation_url`)."""
         return self.hooks.revocation_url(self, self.default_revocation_url)
 
     # -- the profile -------------------------------------------------------------------------
@@ -479,8 +485,7 @@ class OAuth2Provider(SocialProvider):
         return profile
 
     def fetch_profile(self, info: OAuth2Info) -> Mapping[str, Any]:
-        """The profile JSON: by default a GET of
-        :attr:`profile_url` with the bearer token.
+        """The profile JSON: by default a GET of :attr:`profile_url` with the bearer token.
 
         Without one, an OpenID Connect provider's discovered ``userinfo_endpoint`` is used, and
         without that the verified ID token's claims (``OAuth2Info.id_token_claims``).
@@ -492,9 +497,4 @@ class OAuth2Provider(SocialProvider):
 
         :raises ProfileRetrievalError: when the JSON is not an object or has no user id.
         """
-        if not isinstance(raw, Mapping):
-            raise ProfileRetrievalError(self.name, "profile answer is not a JSON object")
-        profile = self.profile_fields.extract(self.name, raw, info.params)
-        if profile is None:
-            raise ProfileRetrievalError(self.name, "profile answer has no user id")
-        return profile
+        return profile_reading.parse(self.name, self.profile_fields, raw, info)

@@ -7,6 +7,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any, Protocol
 
+from ..config.profile_fields import ProfileFields
 from ..config.settings import OAuth2Info, SocialProfile
 from ..errors import ProfileRetrievalError
 from ..web import id_token_sign_in
@@ -68,3 +69,13 @@ def fetch(provider: ProfileSource, info: OAuth2Info) -> Mapping[str, Any]:
         raise ProfileRetrievalError(provider.name, "no profile address (apiURL) is configured")
     raw: Mapping[str, Any] = provider.request_json("GET", url, info)
     return raw
+
+
+def parse(name: str, fields: ProfileFields, raw: Any, info: OAuth2Info) -> SocialProfile:
+    """See :meth:`OAuth2Provider.parse_profile <.oauth2.OAuth2Provider.parse_profile>`."""
+    if not isinstance(raw, Mapping):
+        raise ProfileRetrievalError(name, "profile answer is not a JSON object")
+    profile = fields.extract(name, raw, info.params)
+    if profile is None:
+        raise ProfileRetrievalError(name, "profile answer has no user id")
+    return profile

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import Protocol
 from urllib.parse import parse_qsl, urlencode
 
+from ..config.provider_options import ProviderOptions
 from ..config.settings import OAuth2Info, OAuth2Settings
 from ..errors import AuthenticationError, ConfigurationProblem, StateError
 from ..oauth import client_auth, dpop, flow, par, revocation
@@ -23,7 +24,7 @@ from ..oidc import discovery, id_token, tenants
 from ..web import form_post, id_token_sign_in
 from ..web.redirects import resolve_redirect_uri
 from ..web.state_cookie import PendingFlow
-from .client import DPOP_KEY, BodyWith
+from .client import BodyWith
 from .hooks import HookedProvider, ProviderHooks
 
 logger = logging.getLogger("flask_social_oauth2")
@@ -72,8 +73,8 @@ def authorization_url(provider: TokenHolder, pending: PendingFlow, dpop_key: DPo
     assert pending.verifier is not None
     endpoint = provider.authorization_endpoint()  # configured, or discovered
     assert endpoint is not None
-    push_to = par.endpoint(provider.name, provider.settings, provider.openid_metadata)
-    mode = form_post.request_params(provider.settings)
+    push_to = par.endpoint(provider.name, provider.options, provider.openid_metadata)
+    mode = form_post.request_params(provider.settings, provider.options)
     if push_to is None:
         # without a push, the key is named in the request (RFC 9449 10)
         bound = () if dpop_key is None else (("dpop_jkt", dpop_key.thumbprint),)
@@ -134,10 +135,17 @@ def exchange_code(
 
 
 def block_problems(
-    settings: OAuth2Settings, *, issuer: str | None, has_profile: bool, form_post_always: bool
+    settings: OAuth2Settings,
+    options: ProviderOptions,
+    *,
+    issuer: str | None,
+    has_profile: bool,
+    form_post_always: bool,
 ) -> list[ConfigurationProblem]:
-    """The problems of a block that every OAuth 2.0 provider checks: a profile address, client
-    authentication, PAR, DPoP, discovery, revocation, ID tokens and the callback's form."""
+    """The problems of a block that every OAuth 2.0 provider checks besides the values of its
+    ``customProperties`` (:func:`~flask_social_oauth2.config.provider_options.
+    read_provider_options`): a profile address, a client authentication key, PAR, ID tokens and
+    the callback's form."""
     problems = []
     if not has_profile:
         problems.append(
@@ -145,18 +153,12 @@ def block_problems(
                 None, "apiURL", "is required: this provider has no built-in profile address"
             )
         )
-    problems.extend(client_auth.settings_problems(settings))
-    problems.extend(par.settings_problems(settings, has_issuer=issuer is not None))
-    if settings.custom_properties.get(DPOP_KEY, "false") not in ("true", "false"):
-        problems.append(
-            ConfigurationProblem(None, f"customProperties.{DPOP_KEY}", "must be true or false")
-        )
+    problems.extend(client_auth.settings_problems(settings, options))
+    problems.extend(par.settings_problems(options, has_issuer=issuer is not None))
     verifies = issuer is not None and "openid" in (settings.scope or "").split()
-    problems.extend(discovery.settings_problems(settings))
-    problems.extend(revocation.settings_problems(settings))
-    problems.extend(id_token.settings_problems(settings, verifies=verifies))
+    problems.extend(id_token.settings_problems(verifies=verifies))
     problems.extend(tenants.settings_problems(settings, verifies=verifies))
-    problems.extend(form_post.settings_problems(settings, always=form_post_always))
+    problems.extend(form_post.settings_problems(settings, options, always=form_post_always))
     problems.extend(id_token_sign_in.settings_problems(settings, issuer=issuer))
     return problems
 
@@ -189,6 +191,7 @@ def verified_token(
     return id_token.verify_token_response(
         provider.openid_source(),
         provider.settings,
+        provider.options,
         info,
         issuer,
         nonce=nonce,
@@ -237,6 +240,7 @@ def refresh(provider: TokenHolder, info: OAuth2Info, scope: str | None) -> OAuth
         renewed = id_token.verify_token_response(
             provider.openid_source(),
             provider.settings,
+            provider.options,
             renewed,
             issuer,
             nonce=None,
@@ -262,7 +266,7 @@ def revoke(provider: TokenHolder, info: OAuth2Info) -> bool:
     if target is not provider:
         return target.revoke(info)
     built_in = provider.built_in_revocation_url()
-    url = revocation.endpoint(provider.settings, built_in, lambda: _discovered(provider))
+    url = revocation.endpoint(provider.options, built_in, lambda: _discovered(provider))
     if url is None:
         return False
     settings = provider.token_request_settings()
@@ -281,7 +285,7 @@ def logout_url(
     provider: TokenHolder, post_logout_redirect_uri: str | None, state: str | None
 ) -> str | None:
     """See :meth:`OAuth2Provider.logout_url <flask_social_oauth2.OAuth2Provider.logout_url>`."""
-    configured = provider.settings.custom_properties.get(revocation.END_SESSION_URL_KEY)
+    configured = provider.options.end_session_url
     if configured is None:
         metadata = provider.openid_metadata()
         configured = None if metadata is None else metadata.end_session_endpoint

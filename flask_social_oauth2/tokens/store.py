@@ -59,17 +59,30 @@ class TokenStore(Protocol):
 
 def refresh_due(info: OAuth2Info, now: float | None = None, leeway: float | None = None) -> bool:
     """Whether ``info`` should be renewed before it is used: it expires within the leeway
-    (``SOCIAL_OAUTH2_REFRESH_LEEWAY``, default 30 s, and at most half the token's lifetime so
-    that a short-lived token is not renewed on every call). A token of unknown expiry is never
-    due."""
+    (at most half the token's lifetime, so that a short-lived token is not renewed on every
+    call). A token of unknown expiry is never due. A custom store calls it as
+    ``refresh_due(current)`` in :meth:`TokenStore.refresh`.
+
+    :param now: The time to compare with (default: now).
+    :param leeway: Seconds before expiry; default: the current app's
+        ``SOCIAL_OAUTH2_REFRESH_LEEWAY`` as ``init_app`` read it (30 s when the extension is
+        not set up on the app). Needs an app context only when not given.
+    """
     if info.expires_at is None:
         return False
     if leeway is None:
-        leeway = float(current_app.config.get("SOCIAL_OAUTH2_REFRESH_LEEWAY", DEFAULT_LEEWAY))
+        leeway = app_refresh_leeway()
     if info.expires_in:
         leeway = min(leeway, info.expires_in / 2)
     now = time.time() if now is None else now
     return info.expires_at - now <= leeway
+
+
+def app_refresh_leeway() -> float:
+    """The current app's refresh leeway, read once by ``init_app`` into its runtime record."""
+    # The runtime record sits above the stores, so it is read by its key, not imported.
+    runtime = current_app.extensions.get("social_oauth2")
+    return float(getattr(runtime, "refresh_leeway", DEFAULT_LEEWAY))
 
 
 def current_cipher() -> TokenCipher:

@@ -19,6 +19,7 @@ from typing import Final
 from flask import Response, current_app, request
 from markupsafe import escape
 
+from ..config.provider_options import RESPONSE_MODES, ProviderOptions
 from ..config.settings import OAuth2Settings
 from ..errors import ConfigurationProblem, InvalidCallbackError
 from .callback import Callback, single_values
@@ -34,21 +35,22 @@ _FORM_TYPE: Final = "application/x-www-form-urlencoded"
 MODE_KEY: Final = "responseMode"
 #: Its values: ``query`` (the default: a ``GET`` with the answer in the query) and
 #: ``form_post`` (a form ``POST``).
-MODES: Final = ("query", "form_post")
+MODES: Final = RESPONSE_MODES
 #: ``authorizationParams`` may name the response mode itself.
 _PARAM: Final = "response_mode"
 
 
-def settings_problems(settings: OAuth2Settings, *, always: bool) -> list[ConfigurationProblem]:
-    """A ``responseMode`` that is not one of :data:`MODES`; one that contradicts the
-    ``response_mode`` of ``authorizationParams``; ``query`` for a provider whose callback is
-    ``always`` a form post (Apple)."""
-    mode = settings.custom_properties.get(MODE_KEY)
+def settings_problems(
+    settings: OAuth2Settings, options: ProviderOptions, *, always: bool
+) -> list[ConfigurationProblem]:
+    """A ``responseMode`` that contradicts the ``response_mode`` of ``authorizationParams``, or
+    ``query`` for a provider whose callback is ``always`` a form post (Apple). (That it is one
+    of :data:`MODES` is checked by
+    :func:`~flask_social_oauth2.config.provider_options.read_provider_options`.)"""
+    mode = options.response_mode
     if mode is None:
         return []
     key = f"customProperties.{MODE_KEY}"
-    if mode not in MODES:
-        return [ConfigurationProblem(None, key, f"must be one of {', '.join(MODES)}")]
     if always and mode != "form_post":
         return [
             ConfigurationProblem(
@@ -67,20 +69,22 @@ def settings_problems(settings: OAuth2Settings, *, always: bool) -> list[Configu
     return []
 
 
-def is_form_post(settings: OAuth2Settings) -> bool:
+def is_form_post(settings: OAuth2Settings, options: ProviderOptions) -> bool:
     """Whether the provider answers ``settings``' authorization request with a form ``POST``:
     ``customProperties.responseMode``, else ``authorizationParams``' ``response_mode``, is
     ``form_post``."""
-    mode = settings.custom_properties.get(MODE_KEY) or settings.authorization_params.get(_PARAM)
+    mode = options.response_mode or settings.authorization_params.get(_PARAM)
     return mode == "form_post"
 
 
-def request_params(settings: OAuth2Settings) -> tuple[tuple[str, str], ...]:
+def request_params(
+    settings: OAuth2Settings, options: ProviderOptions
+) -> tuple[tuple[str, str], ...]:
     """What the authorization request adds for ``customProperties.responseMode``:
     ``response_mode=form_post``, unless ``authorizationParams`` sends a ``response_mode``
     itself (then it is the same one: :func:`settings_problems`); nothing for ``query``, the
     default mode of the code flow, which needs no parameter."""
-    if settings.custom_properties.get(MODE_KEY) != "form_post":
+    if options.response_mode != "form_post":
         return ()
     if _PARAM in settings.authorization_params:
         return ()

@@ -34,6 +34,7 @@ from flask import Response, after_this_request, current_app, g, request
 from itsdangerous import BadData
 
 from ..config.profile_fields import OPENID_FIELDS
+from ..config.provider_options import ProviderOptions
 from ..config.settings import OAuth2Info, OAuth2Settings, SocialProfile
 from ..errors import (
     AccessDeniedError,
@@ -307,6 +308,9 @@ class IdTokenProvider(Block, Protocol):
     @property
     def extra_id_token_issuers(self) -> frozenset[str]: ...
 
+    @property
+    def options(self) -> ProviderOptions: ...
+
     def openid_source(self) -> discovery.Source: ...
 
 
@@ -441,11 +445,12 @@ def _verified_claims(provider: IdTokenProvider, credential: str) -> dict[str, An
     if credential.count(".") != 2:  # refused before the provider's documents are fetched
         raise IdTokenError(provider.name, "credential is not a signed JWT", status_code=400)
     source = provider.openid_source()
-    metadata = discovery.provider_metadata(source, provider.settings, issuer)
+    metadata = discovery.provider_metadata(source, provider.settings, provider.options, issuer)
     try:
         return id_token.verify_id_token(
             source,
             provider.settings,
+            provider.options,
             credential,
             metadata,
             nonce=None,

@@ -245,7 +245,7 @@ def any_tenant_warnings(providers: Mapping[str, SocialProvider]) -> list[str]:
         else:
             continue
         segment = tenants.multi_tenant_segment(address)
-        if segment is None or tenants.allowed_tenants(settings) is not None:
+        if segment is None or provider.options.allowed_tenants is not None:
             continue
         needs = "" if isinstance(issuer, str) else " (with 'openid' in the scope)"
         warnings.append(

@@ -556,7 +556,7 @@ def _has_form_post_callback(provider: SocialProvider) -> bool:
 def _takes_id_token(provider: SocialProvider) -> bool:
     from .web.id_token_sign_in import is_posted  # imported by init_app: a lookup
 
-    return _is_oauth2(provider) and is_posted(provider.settings)
+    return _is_oauth2(provider) and is_posted(provider.options)
 
 
 def _finish_id_token_sign_in(provider: SocialProvider, runtime: Runtime) -> OAuth2Info:

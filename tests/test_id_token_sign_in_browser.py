@@ -26,7 +26,7 @@ from joserfc.jwk import RSAKey
 from markupsafe import escape
 from test_browser import TIMEOUT_MS, browser  # noqa: F401 (the fixture)
 
-from flask_social_oauth2 import SocialOAuth2
+from flask_social_oauth2 import OAuth2Provider, SocialOAuth2
 from flask_social_oauth2.local_idp.serving import LoopbackServer
 from flask_social_oauth2.runtime import current_runtime
 from flask_social_oauth2.web.id_token_sign_in import one_tap
@@ -171,7 +171,9 @@ def site() -> Iterator[Site]:
         @app.get("/sign-in")
         def sign_in_page() -> Response:
             runtime = current_runtime()
-            markup = one_tap(runtime.providers["google"], runtime, "/account")
+            google = runtime.providers["google"]
+            assert isinstance(google, OAuth2Provider)
+            markup = one_tap(google, runtime, "/account")
             attributes = " ".join(
                 f'{name}="{escape(value)}"' for name, value in markup.data_attributes().items()
             )

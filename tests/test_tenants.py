@@ -278,7 +278,12 @@ def test_check_warns_about_a_multi_tenant_block_without_a_list(
 
 def test_the_list_is_read_in_one_place() -> None:
     from flask_social_oauth2 import OAuth2Settings
-    from flask_social_oauth2.oidc.tenants import allowed_tenants
+    from flask_social_oauth2.config.provider_options import read_provider_options
+
+    def allowed_tenants(settings: OAuth2Settings) -> frozenset[str] | None:
+        options, problems = read_provider_options(settings)
+        assert not problems
+        return options.allowed_tenants
 
     settings = OAuth2Settings(
         access_token_url="https://id.example/token",

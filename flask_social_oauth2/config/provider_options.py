@@ -27,6 +27,7 @@ from ..urls import check_endpoint_url
 from .settings import OAuth2Settings
 
 __all__ = [
+    "ANY_TENANT",
     "CLIENT_AUTH_METHODS",
     "PAR_MODES",
     "RESPONSE_MODES",
@@ -75,6 +76,11 @@ MAX_ID_TOKEN_LEEWAY: Final = 300
 WELL_KNOWN_PATH: Final = "/.well-known/openid-configuration"
 RFC8414_PATH: Final = "/.well-known/oauth-authorization-server"
 
+#: The ``allowedTenants`` value that lets any tenant sign in.
+ANY_TENANT: Final = "*"
+# A tenant id as the issuer template takes it (the rule of oauth.metadata's placeholder).
+_TENANT_ID: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9.\-]{0,99}")
+
 _Own = TypeVar("_Own")
 
 # Only ASCII digits: str.isdigit() also accepts "²", which int() refuses.
@@ -117,6 +123,14 @@ class ProviderOptions:
     title: str | None = None
     #: ``allowLoopback`` is ``"true"`` (development against servers on this machine).
     allow_loopback: bool = False
+    #: ``allowedTenants``: the tenant ids (lower case: Entra's are GUIDs) a multi-tenant
+    #: issuer's ID tokens may carry as ``tid``; ``{"*"}`` for any; ``None``: no list.
+    allowed_tenants: frozenset[str] | None = None
+    #: ``idTokenSignIn``: the block takes ID tokens the browser posts (One Tap, FedCM).
+    id_token_sign_in: bool = False
+    #: ``hostedDomains``: the ``hd`` claims (lower case) a posted ID token may carry; empty:
+    #: any account.
+    hosted_domains: frozenset[str] = frozenset()
     #: The keys only this provider reads, as its hooks parsed them (their
     #: ``read_options``); ``None`` for most providers.
     own: object = None
@@ -207,9 +221,39 @@ def read_provider_options(
         response_mode=read.choice("responseMode", RESPONSE_MODES),
         title=read.text("title"),
         allow_loopback=read.is_true("allowLoopback"),
+        allowed_tenants=_allowed_tenants(read),
+        id_token_sign_in=read.flag("idTokenSignIn"),
+        hosted_domains=_hosted_domains(read),
         own=None if own is None else own(read),
     )
     return options, read.problems
+
+
+def _allowed_tenants(read: PropertyReader) -> frozenset[str] | None:
+    value = read.text("allowedTenants")
+    if value is None:
+        return None
+    items = value.split()
+    if not items:
+        read.problem("allowedTenants", "must list tenant ids separated by spaces, or be '*'")
+    elif ANY_TENANT in items and len(items) > 1:
+        read.problem("allowedTenants", "is '*' (any tenant) or a list of tenant ids, not both")
+    elif ANY_TENANT not in items:
+        bad = [item for item in items if _TENANT_ID.fullmatch(item) is None]
+        if bad:
+            read.problem(
+                "allowedTenants",
+                "must list tenant ids (letters, digits, '.' and '-'), separated by spaces;"
+                f" not {', '.join(repr(item[:40]) for item in bad[:3])}",
+            )
+    return frozenset(item.lower() for item in items)
+
+
+def _hosted_domains(read: PropertyReader) -> frozenset[str]:
+    value = read.text("hostedDomains")
+    if value is not None and not value.split():
+        read.problem("hostedDomains", "must name at least one domain")
+    return frozenset((value or "").lower().split())
 
 
 def issuer_from_discovery_url(url: str) -> str | None:

@@ -258,7 +258,7 @@ def check_claims(
             raise IdTokenError(provider, "id_token nonce is not the one of this sign-in")
     if subject is not None and claims["sub"] != subject:
         raise IdTokenError(provider, "id_token sub is not the user the token was issued for")
-    tenants.check_tenant(provider, settings, claims)
+    tenants.check_tenant(provider, options.allowed_tenants, claims)
 
 
 def verify_token_response(

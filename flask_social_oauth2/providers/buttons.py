@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import Any, Final, TypeGuard
 from urllib.parse import quote
 
 from flask import (
@@ -75,8 +75,8 @@ def _title(provider: SocialProvider) -> str:
     return provider.title if isinstance(provider, OAuth2Provider) else provider.name
 
 
-def _signs_in_with_id_token(provider: SocialProvider) -> bool:
-    return provider.settings.custom_properties.get("idTokenSignIn") == "true"
+def _signs_in_with_id_token(provider: SocialProvider) -> TypeGuard[OAuth2Provider]:
+    return isinstance(provider, OAuth2Provider) and provider.options.id_token_sign_in
 
 
 def _has_button(provider: SocialProvider) -> bool:
@@ -170,14 +170,9 @@ def work_email_form_applies(runtime: Runtime) -> bool:
     """Whether the page shows "Sign in with your work e-mail": the extension finds providers by
     e-mail domain (``social.provider_for_email``) and a block names its ``domains`` or the app
     set a domain loader."""
-    extension = runtime.extension
-    if getattr(extension, "provider_for_email", None) is None:
-        return False
-    if getattr(extension, "_domain_loader", None) is not None:
-        return True
-    return any(
-        provider.settings.custom_properties.get("domains")
-        for provider in runtime.providers.values()
+    return (
+        bool(runtime.email_domains)
+        or getattr(runtime.extension, "_domain_loader", None) is not None
     )
 
 
@@ -189,7 +184,7 @@ def _page_policy(runtime: Runtime, nonce: str, *, email_form: bool) -> str:
     form_action = ["'self'"]
     if email_form or any(_kind(p) in HANDLE_PROVIDERS for p in providers):
         form_action.append("https:")
-        if any(p.settings.custom_properties.get("allowLoopback") == "true" for p in providers):
+        if any(isinstance(p, OAuth2Provider) and p.options.allow_loopback for p in providers):
             form_action += ["http://localhost:*", "http://127.0.0.1:*"]
     script = style = frame = connect = ""
     if any(_signs_in_with_id_token(p) for p in providers):

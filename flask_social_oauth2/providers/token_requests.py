@@ -157,9 +157,9 @@ def block_problems(
     problems.extend(par.settings_problems(options, has_issuer=issuer is not None))
     verifies = issuer is not None and "openid" in (settings.scope or "").split()
     problems.extend(id_token.settings_problems(verifies=verifies))
-    problems.extend(tenants.settings_problems(settings, verifies=verifies))
+    problems.extend(tenants.settings_problems(options, verifies=verifies))
     problems.extend(form_post.settings_problems(settings, options, always=form_post_always))
-    problems.extend(id_token_sign_in.settings_problems(settings, issuer=issuer))
+    problems.extend(id_token_sign_in.settings_problems(options, issuer=issuer))
     return problems
 
 

@@ -83,32 +83,18 @@ _G_WRITE: Final = "_social_oauth2_id_token_nonces_write"
 # -- configuration -------------------------------------------------------------------------------
 
 
-def enabled(settings: OAuth2Settings) -> bool:
-    """Whether the block takes posted ID tokens (``customProperties.idTokenSignIn``)."""
-    return settings.custom_properties.get(PROPERTY) == "true"
-
-
-def hosted_domains(settings: OAuth2Settings) -> frozenset[str]:
-    """The ``hd`` values allowed (``customProperties.hostedDomains``, lower case); empty when
-    any account is."""
-    return frozenset(settings.custom_properties.get(HOSTED_DOMAINS, "").lower().split())
-
-
 def settings_problems(
-    settings: OAuth2Settings, *, issuer: str | None
+    options: ProviderOptions, *, issuer: str | None
 ) -> list[ConfigurationProblem]:
-    """``idTokenSignIn`` other than ``true``/``false``, or ``true`` without an OpenID Connect
-    issuer to verify the tokens with; ``hostedDomains`` empty or without ``idTokenSignIn``.
+    """What the ID-token sign-in keys need beyond their values (checked where the record is
+    read): ``idTokenSignIn`` an OpenID Connect issuer to verify the tokens with, and
+    ``hostedDomains`` the ID-token sign-in itself.
 
     :param issuer: The block's issuer (``None`` for plain OAuth 2.0).
     """
-    properties = settings.custom_properties
     key = f"customProperties.{PROPERTY}"
     problems: list[ConfigurationProblem] = []
-    value = properties.get(PROPERTY)
-    if value is not None and value not in ("true", "false"):
-        problems.append(ConfigurationProblem(None, key, "must be true or false"))
-    if value == "true" and issuer is None:
+    if options.id_token_sign_in and issuer is None:
         problems.append(
             ConfigurationProblem(
                 None,
@@ -117,19 +103,14 @@ def settings_problems(
                 " with 'openid' in the scope, or customProperties.issuer",
             )
         )
-    domains = properties.get(HOSTED_DOMAINS)
-    if domains is not None:
-        domains_key = f"customProperties.{HOSTED_DOMAINS}"
-        if not domains.split():
-            problems.append(
-                ConfigurationProblem(None, domains_key, "must name at least one domain")
+    if options.hosted_domains and not options.id_token_sign_in:
+        problems.append(
+            ConfigurationProblem(
+                None,
+                f"customProperties.{HOSTED_DOMAINS}",
+                f"applies to the ID-token sign-in only: set {key} true",
             )
-        elif value != "true":
-            problems.append(
-                ConfigurationProblem(
-                    None, domains_key, f"applies to the ID-token sign-in only: set {key} true"
-                )
-            )
+        )
     return problems
 
 
@@ -289,13 +270,16 @@ class NonceCookie:
 
 class Block(Protocol):
     """What the page's markup needs of a provider: any
-    :class:`~flask_social_oauth2.SocialProvider` is one."""
+    :class:`~flask_social_oauth2.OAuth2Provider` is one."""
 
     @property
     def name(self) -> str: ...
 
     @property
     def settings(self) -> OAuth2Settings: ...
+
+    @property
+    def options(self) -> ProviderOptions: ...
 
 
 class IdTokenProvider(Block, Protocol):
@@ -307,9 +291,6 @@ class IdTokenProvider(Block, Protocol):
 
     @property
     def extra_id_token_issuers(self) -> frozenset[str]: ...
-
-    @property
-    def options(self) -> ProviderOptions: ...
 
     def openid_source(self) -> discovery.Source: ...
 
@@ -347,7 +328,7 @@ class OneTap:
 
 
 def _checked(provider: Block) -> None:
-    if not enabled(provider.settings):
+    if not provider.options.id_token_sign_in:
         raise SocialOAuth2Error(
             f"provider {provider.name!r} does not take ID tokens from the browser: set its"
             f" customProperties.{PROPERTY} to 'true'"
@@ -380,11 +361,15 @@ def one_tap(provider: Block, stores: NonceStores, next_url: str | None = None) -
 # -- the POST ------------------------------------------------------------------------------------
 
 
-def is_posted(settings: OAuth2Settings) -> bool:
+def is_posted(options: ProviderOptions) -> bool:
     """Whether the current ``POST`` is a browser's ID token for a block with ``settings``: the
     block takes them and the form carries ``credential`` (a start confirmation or a form-post
     callback carries none)."""
-    return enabled(settings) and request.mimetype == _FORM_TYPE and CREDENTIAL_FIELD in request.form
+    return (
+        options.id_token_sign_in
+        and request.mimetype == _FORM_TYPE
+        and CREDENTIAL_FIELD in request.form
+    )
 
 
 def finish(provider: IdTokenProvider, stores: NonceStores) -> OAuth2Info:
@@ -418,7 +403,7 @@ def finish(provider: IdTokenProvider, stores: NonceStores) -> OAuth2Info:
         raise StateError(
             name, "ID token's nonce was not issued to this browser, or was used or has expired"
         )
-    allowed = hosted_domains(provider.settings)
+    allowed = provider.options.hosted_domains
     domain = claims.get("hd")
     if allowed and not (isinstance(domain, str) and domain.lower() in allowed):
         raise AccessDeniedError(name, "ID token's hosted domain (hd) is not in hostedDomains")

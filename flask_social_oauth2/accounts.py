@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any, Final
 
-from flask import g, has_request_context, session
+from flask import Response, g, has_request_context, session
 
 from .errors import AuthenticationError, SocialOAuth2Error
 from .runtime import current_runtime
@@ -20,6 +20,7 @@ from .runtime import current_runtime
 if TYPE_CHECKING:
     from .config.settings import OAuth2Info
     from .tokens.identity import Identity, IdentityStore
+    from .web.logout import LogoutProvider
 
 logger = logging.getLogger("flask_social_oauth2")
 
@@ -144,6 +145,35 @@ def sign_out(*, revoke: bool) -> None:
             store.delete(provider, key)
     session.pop(SIGNED_IN_KEY, None)
     session.pop(state.session_key, None)
+
+
+def logout_redirect(provider: LogoutProvider, next_url: str | None) -> Response:
+    """Sign this browser out (as :func:`sign_out`) and answer the redirect that ends its
+    session at ``provider`` too (see :func:`flask_social_oauth2.web.logout.
+    redirect_to_end_session`), with the ID token kept for its identity there (a SQL store
+    keeps it; the session store does not) as ``id_token_hint`` and its ``sid`` as
+    ``logout_hint``."""
+    from .web.logout import redirect_to_end_session, sid_of
+
+    state = current_runtime()
+    key = signed_in().get(provider.name)
+    id_token = None
+    if key is not None and state.token_store is not None:
+        try:
+            kept = state.token_store.load(provider.name, key)
+        except AuthenticationError as error:  # unreadable: signed out all the same
+            logger.warning("%s: the kept ID token was not read: %s", provider.name, error)
+            kept = None
+        found = None if kept is None else kept.params.get("id_token")
+        id_token = found if isinstance(found, str) and found else None
+    sign_out(revoke=False)
+    return redirect_to_end_session(
+        provider,
+        state.state_cookies,
+        next_url,
+        id_token_hint=id_token,
+        logout_hint=sid_of(id_token),
+    )
 
 
 def _revoke(provider: str, key: str) -> None:

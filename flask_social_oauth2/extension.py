@@ -126,6 +126,7 @@ class SocialOAuth2:
         blueprint.add_url_rule(
             f"{rule}/client-metadata.json", "client_metadata", served_documents.client_metadata_view
         )
+        blueprint.add_url_rule(f"{rule}/logged-out", "logged_out", _logged_out_view)
         app.register_blueprint(blueprint)
         scope = app_scope(app.import_name, rule)
         app.extensions[EXTENSION_KEY] = Runtime(
@@ -304,6 +305,22 @@ class SocialOAuth2:
         rows. Call it in a request."""
         accounts.sign_out(revoke=revoke)
 
+    def logout_redirect(self, name: str, next: str | None = "/") -> Response:
+        """Sign this browser out here (as :meth:`sign_out`) and at provider ``name``
+        (RP-Initiated Logout 1.0): a redirect to its end-session endpoint with the kept ID
+        token as ``id_token_hint`` (SQL store only), its ``sid`` as ``logout_hint``, a
+        single-use ``state`` bound to this browser and ``post_logout_redirect_uri`` =
+        ``<url rule>/logged-out``, which sends the browser on to ``next`` (a same-origin
+        path, else ``/``); without an end-session endpoint, straight to ``next``.
+        See :doc:`/logout`.
+
+        :raises UnknownProviderError: when no block of that name is configured.
+        """
+        provider = self.provider(name)
+        if not _is_oauth2(provider):
+            raise TypeError(f"provider {name!r} is not an OAuth2Provider: it has no sign-out")
+        return accounts.logout_redirect(provider, next)
+
     def next_url(self, default: str = "/") -> str:
         """Where to send the user after the sign-in this request finished: the ``next`` path
         given when it started (checked to be same-origin), else ``default``."""
@@ -454,6 +471,15 @@ def _exchange_posted_code(provider: SocialProvider) -> OAuth2Info:
         )
     code, verifier = read_posted_code(provider.name)
     return sign_in.finish_posted_code(provider, code, verifier)
+
+
+def _logged_out_view(provider: str) -> ResponseReturnValue:
+    from .web.logout import logged_out  # GET <url rule>/logged-out
+
+    state = current_runtime()
+    if provider not in state.providers:
+        abort(404)
+    return logged_out(provider, state.state_cookies)
 
 
 def _check_redirect_urls_once() -> None:

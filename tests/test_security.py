@@ -953,3 +953,50 @@ def test_s13_a_custom_view_calling_authenticate_is_safe_from_head_too(
     assert idp.token_requests == []
     response = client.get("/tenant/local?" + callback.split("?", 1)[1])
     assert response.text == "signed in: Bearer"
+
+
+# -- 40: the post-logout return takes only the single-use state it gave this browser -------------
+
+
+def _signed_out_return(make_app: MakeApp, idp: LocalIdentityProvider) -> tuple[Flask, Any, str]:
+    """An app signed in with ``local`` (discovery: an end-session endpoint), a browser that
+    signed out with ``logout_redirect``; the provider's return URL (path and query)."""
+    block = {**idp_block(idp), "customProperties": {"issuer": idp.issuer}}
+    del block["authorizationURL"], block["apiURL"]
+    app = make_app({"local": block})
+
+    @app.post("/logout")
+    def logout() -> Response:
+        return extension(app).logout_redirect("local", next="/after")
+
+    client = app.test_client()
+    sign_in(client)
+    location = client.post("/logout").headers["Location"]
+    return app, client, callback_path(follow_to_provider(location))
+
+
+def test_s40_the_logged_out_return_redirects_once_to_a_same_origin_next(
+    make_app: MakeApp, idp: LocalIdentityProvider
+) -> None:
+    _, client, back = _signed_out_return(make_app, idp)
+    assert client.get(back).headers["Location"] == "/after"
+    replayed = client.get(back)
+    assert replayed.status_code == 400
+    assert "Location" not in replayed.headers
+
+
+def test_s40_no_state_or_another_browsers_state_is_a_400(
+    make_app: MakeApp, idp: LocalIdentityProvider
+) -> None:
+    app, client, back = _signed_out_return(make_app, idp)
+    for path in ("/authenticate/local/logged-out", "/authenticate/local/logged-out?state="):
+        answer = client.get(path)
+        assert answer.status_code == 400
+        assert "Location" not in answer.headers
+    other_browser = app.test_client()
+    stolen = other_browser.get(back)
+    assert stolen.status_code == 400
+    assert "Location" not in stolen.headers
+    doubled = client.get(f"{back}&state=again")
+    assert doubled.status_code == 400
+    assert client.get(back).headers["Location"] == "/after"  # still this browser's, once

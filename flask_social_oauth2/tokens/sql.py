@@ -1,7 +1,10 @@
-"""A token store in a SQL database (SQLAlchemy 2 Core): one table of identities."""
+"""A token store in a SQL database (SQLAlchemy 2 Core): one table of identities, whose
+encrypted token record keeps the ID token too (RP-initiated logout sends it back as
+``id_token_hint``)."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import threading
 import time
@@ -127,6 +130,12 @@ class SQLAlchemyTokenStore:
             except SignInRequiredError as refused:
                 self._clear_tokens(connection, provider, key)
                 raise _Committed(refused) from None
+            kept_id_token = current.params.get("id_token")
+            if kept_id_token is not None and "id_token" not in renewed.params:
+                # a refresh answer without an ID token: the sign-in's stays the hint for logout
+                renewed = dataclasses.replace(
+                    renewed, params={**renewed.params, "id_token": kept_id_token}
+                )
             self._write(connection, provider, key, renewed)
             return renewed
 
@@ -178,7 +187,7 @@ class SQLAlchemyTokenStore:
 
     def _write(self, connection: Connection, provider: str, key: str, info: OAuth2Info) -> None:
         values = {
-            "tokens": seal(info),
+            "tokens": seal(info, keep_id_token=True),
             "expires_at": info.expires_at,
             "scope": scope_of(info),
             "updated_at": time.time(),

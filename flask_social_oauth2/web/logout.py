@@ -1,0 +1,157 @@
+"""Sign-out that reaches the provider (OpenID Connect RP-Initiated Logout 1.0): the redirect to
+the provider's end-session endpoint, and the return route ``<url rule>/logged-out`` that checks
+the single-use state this browser was given.
+
+The state is a flow of the browser's state cookie like a sign-in's, marked as a sign-out
+(:data:`LOGOUT_BINDING`): a sign-in callback never accepts it (its binding is a digest of the
+settings), and the return route accepts nothing else.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import logging
+from collections.abc import Mapping
+from typing import Final, Protocol
+from urllib.parse import urlsplit
+
+from flask import Response, current_app, request, url_for
+
+from ..config.settings import OAuth2Settings
+from ..errors import InvalidCallbackError
+from ..oauth import flow
+from . import state_cookie
+from .callback import single_values
+from .pages import error_page
+from .redirects import safe_next_path
+from .state_cookie import FLOW_PAGE_HEADERS, PendingFlow, StateCookieStore
+
+logger = logging.getLogger("flask_social_oauth2")
+
+#: The endpoint of the return route (``<url rule>/logged-out``).
+LOGGED_OUT_ENDPOINT: Final = "social_oauth2.logged_out"
+#: What marks a pending flow as a sign-out's in the state cookie (a sign-in's binding is a
+#: 22-character digest, never this).
+LOGOUT_BINDING: Final = "logout"
+#: The page of a return that this browser did not start, or started and used already.
+BAD_RETURN_MESSAGE: Final = (
+    "This sign-out link is invalid, was used already or has expired. You are signed out here."
+)
+_MAX_ID_TOKEN: Final = 16 * 1024
+
+
+class LogoutProvider(Protocol):
+    """What the sign-out needs of a provider (:class:`~flask_social_oauth2.OAuth2Provider`
+    is one)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def settings(self) -> OAuth2Settings: ...
+
+    def logout_url(
+        self,
+        post_logout_redirect_uri: str | None = None,
+        *,
+        state: str | None = None,
+        id_token_hint: str | None = None,
+        logout_hint: str | None = None,
+    ) -> str | None: ...
+
+
+def logged_out_url(name: str, redirect_url: str) -> str:
+    """The absolute ``post_logout_redirect_uri`` of provider ``name``: the path of
+    ``<url rule>/logged-out``, on the origin of an absolute ``redirectURL``, else on the
+    request's scheme and host as Flask sees them (as a relative ``redirectURL`` is resolved).
+    Register it at the provider."""
+    path = url_for(LOGGED_OUT_ENDPOINT, provider=name)
+    if not redirect_url.startswith("/"):
+        parts = urlsplit(redirect_url)
+        return f"{parts.scheme}://{parts.netloc}{path}"
+    return f"{request.scheme}://{request.host}{path}"
+
+
+def sid_of(id_token: str | None) -> str | None:
+    """The ``sid`` claim of an ID token this app verified at sign-in and kept, or ``None``.
+
+    The token is not verified again: it is read back from the app's own encrypted store, and
+    ``sid`` only becomes a hint that the provider checks itself.
+    """
+    if not id_token or len(id_token) > _MAX_ID_TOKEN or id_token.count(".") != 2:
+        return None
+    payload = id_token.split(".")[1]
+    try:
+        claims = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+    except (ValueError, binascii.Error, RecursionError):
+        return None
+    sid = claims.get("sid") if isinstance(claims, Mapping) else None
+    return sid if isinstance(sid, str) and sid else None
+
+
+def redirect_to_end_session(
+    provider: LogoutProvider,
+    store: StateCookieStore,
+    next_url: str | None,
+    *,
+    id_token_hint: str | None,
+    logout_hint: str | None,
+) -> Response:
+    """The redirect that ends the browser's session at the provider and comes back to
+    ``<url rule>/logged-out`` with a single-use state carrying ``next_url`` (kept only when it
+    is a same-origin path). Without an end-session endpoint, the redirect to ``next_url`` (or
+    ``/``) at once. The caller has already signed the browser out here."""
+    target = safe_next_path(next_url)
+    pending = PendingFlow(
+        state=flow.new_state(),
+        provider=provider.name,
+        redirect_uri=logged_out_url(provider.name, provider.settings.redirect_url),
+        verifier=None,
+        next_url=target,
+        created=state_cookie.now(),
+        binding=LOGOUT_BINDING,
+    )
+    url = provider.logout_url(
+        pending.redirect_uri,
+        state=pending.state,
+        id_token_hint=id_token_hint,
+        logout_hint=logout_hint,
+    )
+    response = current_app.response_class(status=302)
+    response.headers.update(FLOW_PAGE_HEADERS)
+    if url is None:
+        logger.info("%s: signed out here (the provider has no end-session endpoint)", provider.name)
+        response.headers["Location"] = target or "/"
+        return response
+    flows = store.load()
+    flows.append(pending)
+    store.save(flows)
+    response.headers["Location"] = url
+    logger.info("%s: signed out here, ending the session at the provider", provider.name)
+    return response
+
+
+def logged_out(name: str, store: StateCookieStore) -> Response:
+    """``GET <url rule>/logged-out``: the provider's return after RP-initiated logout. The
+    ``state`` must be one this browser was given for ``name``'s sign-out and not used yet; the
+    answer is then a redirect to the ``next`` it carries (a same-origin path), else ``/``.
+    Anything else is a 400 page."""
+    refused = error_page(BAD_RETURN_MESSAGE, 400, title="Sign-out")
+    try:
+        (state,) = single_values(request.args, ("state",), name)
+    except InvalidCallbackError:  # a repeated or oversized state: the same page
+        return refused
+    if not state:
+        return refused
+    flows = store.load()
+    pending = state_cookie.find(flows, state)
+    if pending is None or pending.binding != LOGOUT_BINDING or pending.provider != name:
+        logger.info("%s: a sign-out return with a state this browser was not given", name)
+        return refused
+    store.save([item for item in flows if item is not pending])
+    response = current_app.response_class(status=302)
+    response.headers.update(FLOW_PAGE_HEADERS)
+    response.headers["Location"] = safe_next_path(pending.next_url) or "/"
+    return response

@@ -126,7 +126,7 @@ class SocialOAuth2:
         blueprint.add_url_rule(
             f"{rule}/client-metadata.json", "client_metadata", served_documents.client_metadata_view
         )
-        blueprint.add_url_rule(f"{rule}/logged-out", "logged_out", _logged_out_view)
+        accounts.mount_logout_routes(blueprint, rule)
         app.register_blueprint(blueprint)
         scope = app_scope(app.import_name, rule)
         app.extensions[EXTENSION_KEY] = Runtime(
@@ -151,7 +151,9 @@ class SocialOAuth2:
             )
             if options.confirm_cross_site_starts
             else None,
+            session_check_seconds=options.session_check_seconds,
         )
+        accounts.watch_provider_logouts(app)
         if options.check_redirect_urls:
             early_problems = redirect_url_problems(app, routes_complete=False)
             if early_problems:
@@ -471,15 +473,6 @@ def _exchange_posted_code(provider: SocialProvider) -> OAuth2Info:
         )
     code, verifier = read_posted_code(provider.name)
     return sign_in.finish_posted_code(provider, code, verifier)
-
-
-def _logged_out_view(provider: str) -> ResponseReturnValue:
-    from .web.logout import logged_out  # GET <url rule>/logged-out
-
-    state = current_runtime()
-    if provider not in state.providers:
-        abort(404)
-    return logged_out(provider, state.state_cookies)
 
 
 def _check_redirect_urls_once() -> None:

@@ -33,6 +33,7 @@ DEFAULTS: Final[Mapping[str, Any]] = MappingProxyType(
         "SOCIAL_OAUTH2_TOKEN_KEYS": None,
         "SOCIAL_OAUTH2_REFRESH_LEEWAY": 30,
         "SOCIAL_OAUTH2_CROSS_SITE_START": "confirm",
+        "SOCIAL_OAUTH2_SESSION_CHECK_SECONDS": 10,
     }
 )
 
@@ -65,6 +66,9 @@ class Options:
     check_redirect_urls: bool
     #: ``SOCIAL_OAUTH2_PROVIDER_CLASSES``.
     provider_classes: Mapping[str, Any]
+    #: ``SOCIAL_OAUTH2_SESSION_CHECK_SECONDS``: how often a request checks whether the
+    #: provider ended the browser's session (``0``: every request).
+    session_check_seconds: float = 10.0
 
 
 def read_options(config: Mapping[str, Any]) -> Options:
@@ -93,6 +97,7 @@ def read_options(config: Mapping[str, Any]) -> Options:
         "state_ttl": number("SOCIAL_OAUTH2_STATE_TTL", int, 10),
         "max_bytes": number("SOCIAL_OAUTH2_MAX_RESPONSE_BYTES", int, 1024),
         "discovery_failure_ttl": number("SOCIAL_OAUTH2_DISCOVERY_FAILURE_TTL", float, 0),
+        "session_check_seconds": number("SOCIAL_OAUTH2_SESSION_CHECK_SECONDS", float, 0),
         "rule": config["SOCIAL_OAUTH2_URL_RULE"],
     }
     number("SOCIAL_OAUTH2_REFRESH_LEEWAY", float, 0)
@@ -153,4 +158,5 @@ def read_options(config: Mapping[str, Any]) -> Options:
         session_key=config["SOCIAL_OAUTH2_SESSION_KEY"],
         check_redirect_urls=bool(config["SOCIAL_OAUTH2_CHECK_REDIRECT_URLS"]),
         provider_classes=config["SOCIAL_OAUTH2_PROVIDER_CLASSES"],
+        session_check_seconds=options["session_check_seconds"],
     )

@@ -20,6 +20,7 @@ from .errors import ConfigurationProblem, SocialOAuth2Error
 # Named in annotations only: importing this module (as the extension does) does not import the
 # state cookie, the token stores or the providers.
 if TYPE_CHECKING:
+    from .tokens.session_index import SessionIndex
     from .tokens.store import TokenStore
     from .web.provider import SocialProvider
     from .web.start_confirmation import StartConfirmation
@@ -63,6 +64,11 @@ class Runtime:
     start_confirmation: StartConfirmation | None = None
     #: The redirect URL rule's problems, found at the first request (``None`` until then).
     redirect_problems: tuple[ConfigurationProblem, ...] | None = None
+    #: The token store when it keeps the session index of provider logouts, else ``None``.
+    session_index: SessionIndex | None = None
+    #: Seconds between two checks of a browser's sessions against the index
+    #: (``SOCIAL_OAUTH2_SESSION_CHECK_SECONDS``).
+    session_check_seconds: float = 10.0
 
 
 def current_runtime(app: Flask | None = None) -> Runtime:

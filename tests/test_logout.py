@@ -26,8 +26,8 @@ from helpers import (
 from flask_social_oauth2 import OAuth2Info, SocialOAuth2, signals
 from flask_social_oauth2.local_idp import LocalIdentityProvider
 from flask_social_oauth2.oauth.metadata import ProviderMetadata
+from flask_social_oauth2.oidc.logout_token import sid_of
 from flask_social_oauth2.tokens import SQLAlchemyTokenStore
-from flask_social_oauth2.web.logout import sid_of
 
 LOGGED_OUT = "http://localhost/authenticate/local/logged-out"
 

@@ -9,11 +9,7 @@ settings), and the return route accepts nothing else.
 
 from __future__ import annotations
 
-import base64
-import binascii
-import json
 import logging
-from collections.abc import Mapping
 from typing import Final, Protocol
 from urllib.parse import urlsplit
 
@@ -39,7 +35,6 @@ LOGOUT_BINDING: Final = "logout"
 BAD_RETURN_MESSAGE: Final = (
     "This sign-out link is invalid, was used already or has expired. You are signed out here."
 )
-_MAX_ID_TOKEN: Final = 16 * 1024
 
 
 class LogoutProvider(Protocol):
@@ -72,23 +67,6 @@ def logged_out_url(name: str, redirect_url: str) -> str:
         parts = urlsplit(redirect_url)
         return f"{parts.scheme}://{parts.netloc}{path}"
     return f"{request.scheme}://{request.host}{path}"
-
-
-def sid_of(id_token: str | None) -> str | None:
-    """The ``sid`` claim of an ID token this app verified at sign-in and kept, or ``None``.
-
-    The token is not verified again: it is read back from the app's own encrypted store, and
-    ``sid`` only becomes a hint that the provider checks itself.
-    """
-    if not id_token or len(id_token) > _MAX_ID_TOKEN or id_token.count(".") != 2:
-        return None
-    payload = id_token.split(".")[1]
-    try:
-        claims = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
-    except (ValueError, binascii.Error, RecursionError):
-        return None
-    sid = claims.get("sid") if isinstance(claims, Mapping) else None
-    return sid if isinstance(sid, str) and sid else None
 
 
 def redirect_to_end_session(

@@ -10,12 +10,13 @@ from __future__ import annotations
 import logging
 import secrets
 import time
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
 
 from flask import Blueprint, Flask, Response, abort, current_app, g, has_request_context, session
 
 from . import signals
-from .errors import AuthenticationError, SocialOAuth2Error
+from .errors import AuthenticationError, ConfigurationProblem, SocialOAuth2Error
 from .runtime import current_runtime
 
 # The extension imports this module: the provider and the token stores, which init_app imports,
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
     from .tokens.identity import Identity, IdentityStore
     from .tokens.session_index import SessionIndex
     from .web.logout import LogoutProvider
+    from .web.provider import SocialProvider
 
 logger = logging.getLogger("flask_social_oauth2")
 
@@ -282,9 +284,63 @@ def _revoke(provider: str, key: str) -> None:
 # -- the routes and the hook of sign-out ---------------------------------------------------------
 
 
+#: The ``customProperties`` that turn on the provider's sign-out reaching the app.
+BACKCHANNEL_KEY: Final = "backchannelLogout"
+FRONTCHANNEL_KEY: Final = "frontchannelLogout"
+
+
 def mount_logout_routes(blueprint: Blueprint, rule: str) -> None:
-    """Mount ``GET <url rule>/logged-out`` (the return of RP-initiated logout)."""
+    """Mount ``GET <url rule>/logged-out`` (the return of RP-initiated logout) and
+    ``POST <url rule>/backchannel-logout`` (Back-Channel Logout 1.0)."""
     blueprint.add_url_rule(f"{rule}/logged-out", "logged_out", _logged_out_view)
+    blueprint.add_url_rule(
+        f"{rule}/backchannel-logout",
+        "backchannel_logout",
+        _backchannel_view,
+        methods=["POST"],
+    )
+
+
+def turned_on(provider: SocialProvider, key: str) -> bool:
+    """Whether ``customProperties[key]`` of ``provider`` is ``"true"``."""
+    return provider.settings.custom_properties.get(key) == "true"
+
+
+def logout_problems(
+    providers: Mapping[str, SocialProvider], store: object
+) -> list[ConfigurationProblem]:
+    """The problems of the blocks that turn on back-channel or front-channel logout: a value
+    other than ``"true"`` or ``"false"``, no OpenID Connect issuer, or a token store that
+    keeps no session index."""
+    from .providers.oauth2 import OAuth2Provider
+    from .tokens.session_index import SessionIndex
+
+    problems = []
+    for name, provider in providers.items():
+        for key in (BACKCHANNEL_KEY, FRONTCHANNEL_KEY):
+            where = f"customProperties.{key}"
+            value = provider.settings.custom_properties.get(key)
+            if value not in (None, "true", "false"):
+                problems.append(ConfigurationProblem(name, where, "must be 'true' or 'false'"))
+            if value != "true":
+                continue
+            if not isinstance(provider, OAuth2Provider) or provider.issuer is None:
+                problems.append(
+                    ConfigurationProblem(
+                        name, where, "needs an OpenID Connect provider (customProperties.issuer)"
+                    )
+                )
+            if not isinstance(store, SessionIndex):
+                problems.append(
+                    ConfigurationProblem(
+                        name,
+                        where,
+                        "needs a token store that keeps the session index: set"
+                        " SOCIAL_OAUTH2_TOKEN_STORE to a SQLAlchemy URL (e.g."
+                        " 'postgresql://...'), or use a store implementing SessionIndex",
+                    )
+                )
+    return problems
 
 
 def watch_provider_logouts(app: Flask) -> None:
@@ -296,6 +352,20 @@ def watch_provider_logouts(app: Flask) -> None:
     if isinstance(state.token_store, SessionIndex):
         state.session_index = state.token_store
         app.before_request(check_ended_sessions)
+
+
+def _backchannel_view(provider: str) -> Response:
+    from .providers.oauth2 import OAuth2Provider
+    from .web.backchannel import backchannel_logout
+
+    state = current_runtime()
+    selected = state.providers.get(provider)
+    index = state.session_index
+    if not isinstance(selected, OAuth2Provider) or index is None:
+        abort(404)
+    if not turned_on(selected, BACKCHANNEL_KEY):
+        abort(404)
+    return backchannel_logout(selected, index)
 
 
 def _logged_out_view(provider: str) -> Response:

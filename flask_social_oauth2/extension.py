@@ -115,6 +115,7 @@ class SocialOAuth2:
             for problem in provider_class.settings_problems(record):
                 problems.append(ConfigurationProblem(name, problem.key, problem.message))
             providers[name] = provider_class(name, record)
+        problems.extend(accounts.logout_problems(providers, options.token_store))
         if problems:
             raise ConfigurationError(problems)
         rule = options.rule

@@ -23,17 +23,25 @@ from fault_server import Behaviour, FaultServer
 from flask import Flask, Response, request
 from helpers import (
     ALICE,
+    BACKCHANNEL_PATH,
     CLIENT_ID,
     CLIENT_SECRET,
     LOCAL_REDIRECT,
+    OIDF_REFUSED,
+    FakeOpenIDProvider,
     MakeApp,
+    backchannel_app,
     browser_code,
     callback_path,
     fault_app,
     follow_to_provider,
     idp_block,
+    logout_claims,
     query_of,
+    refused_tokens,
     sign_in,
+    sign_in_fake,
+    signed,
     start_flow,
     state_cookie_name,
 )
@@ -1000,3 +1008,47 @@ def test_s40_no_state_or_another_browsers_state_is_a_400(
     doubled = client.get(f"{back}&state=again")
     assert doubled.status_code == 400
     assert client.get(back).headers["Location"] == "/after"  # still this browser's, once
+
+
+# -- 38: a back-channel logout token is accepted only as section 2.6 says, once by any process ---
+
+
+@pytest.mark.parametrize("case", OIDF_REFUSED)
+def test_s38_the_openid_foundations_seven_refused_logout_tokens(
+    make_app: MakeApp,
+    fault_server: FaultServer,
+    rsa_key: Any,
+    ec_key: Any,
+    tmp_path: Any,
+    case: str,
+) -> None:
+    fake = FakeOpenIDProvider(fault_server, rsa_key, ec_key, userinfo=False)
+    app = backchannel_app(make_app, fault_server, f"sqlite:///{tmp_path / 's.sqlite3'}")
+    browser = app.test_client()
+    sign_in_fake(browser, fake, rsa_key)
+    token, _ = refused_tokens(fake, rsa_key, ec_key)[case]
+    answer = app.test_client().post(BACKCHANNEL_PATH, data={"logout_token": token})
+    assert answer.status_code == 400
+    assert answer.get_json()["error"] == "invalid_request"
+    assert browser.get("/me").json == {"identities": {"fake": "user-1"}}
+
+
+def test_s38_a_good_token_replayed_to_a_second_instance_is_refused(
+    make_app: MakeApp, fault_server: FaultServer, rsa_key: Any, tmp_path: Any
+) -> None:
+    fake = FakeOpenIDProvider(fault_server, rsa_key, userinfo=False)
+    store = f"sqlite:///{tmp_path / 'shared.sqlite3'}"
+    first, second = (backchannel_app(make_app, fault_server, store) for _ in range(2))
+    browser = first.test_client()
+    sign_in_fake(browser, fake, rsa_key)
+    token = signed(rsa_key, "RS256", logout_claims(fake))
+    assert (
+        first.test_client().post(BACKCHANNEL_PATH, data={"logout_token": token}).status_code == 200
+    )
+    assert browser.get("/me").json == {"identities": {}}
+    again = second.test_client()
+    sign_in_fake(again, fake, rsa_key)  # a new session of the same sid, served by the second
+    replayed = second.test_client().post(BACKCHANNEL_PATH, data={"logout_token": token})
+    assert replayed.status_code == 400
+    assert "used already" in replayed.get_json()["error_description"]
+    assert again.get("/me").json == {"identities": {"fake": "user-1"}}

@@ -23,6 +23,7 @@ from .runtime import current_runtime
 # are imported where they are used, so that importing the extension stays cheap.
 if TYPE_CHECKING:
     from .config.settings import OAuth2Info
+    from .providers.oauth2 import OAuth2Provider
     from .tokens.identity import Identity, IdentityStore
     from .tokens.session_index import SessionIndex
     from .web.logout import LogoutProvider
@@ -290,8 +291,9 @@ FRONTCHANNEL_KEY: Final = "frontchannelLogout"
 
 
 def mount_logout_routes(blueprint: Blueprint, rule: str) -> None:
-    """Mount ``GET <url rule>/logged-out`` (the return of RP-initiated logout) and
-    ``POST <url rule>/backchannel-logout`` (Back-Channel Logout 1.0)."""
+    """Mount ``GET <url rule>/logged-out`` (the return of RP-initiated logout),
+    ``POST <url rule>/backchannel-logout`` (Back-Channel Logout 1.0) and
+    ``GET <url rule>/frontchannel-logout`` (Front-Channel Logout 1.0)."""
     blueprint.add_url_rule(f"{rule}/logged-out", "logged_out", _logged_out_view)
     blueprint.add_url_rule(
         f"{rule}/backchannel-logout",
@@ -299,6 +301,7 @@ def mount_logout_routes(blueprint: Blueprint, rule: str) -> None:
         _backchannel_view,
         methods=["POST"],
     )
+    blueprint.add_url_rule(f"{rule}/frontchannel-logout", "frontchannel_logout", _frontchannel_view)
 
 
 def turned_on(provider: SocialProvider, key: str) -> bool:
@@ -354,18 +357,28 @@ def watch_provider_logouts(app: Flask) -> None:
         app.before_request(check_ended_sessions)
 
 
-def _backchannel_view(provider: str) -> Response:
+def _turned_on_provider(name: str, key: str) -> tuple[OAuth2Provider, SessionIndex]:
+    """The provider ``name`` and the session index, when its block turns ``key`` on; else 404."""
     from .providers.oauth2 import OAuth2Provider
-    from .web.backchannel import backchannel_logout
 
     state = current_runtime()
-    selected = state.providers.get(provider)
+    selected = state.providers.get(name)
     index = state.session_index
-    if not isinstance(selected, OAuth2Provider) or index is None:
+    if not isinstance(selected, OAuth2Provider) or index is None or not turned_on(selected, key):
         abort(404)
-    if not turned_on(selected, BACKCHANNEL_KEY):
-        abort(404)
-    return backchannel_logout(selected, index)
+    return selected, index
+
+
+def _backchannel_view(provider: str) -> Response:
+    from .web.backchannel import backchannel_logout
+
+    return backchannel_logout(*_turned_on_provider(provider, BACKCHANNEL_KEY))
+
+
+def _frontchannel_view(provider: str) -> Response:
+    from .web.frontchannel import frontchannel_logout
+
+    return frontchannel_logout(*_turned_on_provider(provider, FRONTCHANNEL_KEY))
 
 
 def _logged_out_view(provider: str) -> Response:

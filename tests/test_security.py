@@ -1052,3 +1052,31 @@ def test_s38_a_good_token_replayed_to_a_second_instance_is_refused(
     assert replayed.status_code == 400
     assert "used already" in replayed.get_json()["error_description"]
     assert again.get("/me").json == {"identities": {"fake": "user-1"}}
+
+
+# -- 39: a session the provider ended is ended in every process; a foreign iss ends nothing ------
+
+
+def test_s39_a_logout_delivered_to_one_instance_ends_the_session_another_serves(
+    make_app: MakeApp, fault_server: FaultServer, rsa_key: Any, tmp_path: Any
+) -> None:
+    fake = FakeOpenIDProvider(fault_server, rsa_key, userinfo=False)
+    store = f"sqlite:///{tmp_path / 'shared.sqlite3'}"
+    both = {"backchannelLogout": "false", "frontchannelLogout": "true"}
+    first, second = (backchannel_app(make_app, fault_server, store, **both) for _ in range(2))
+    browser = first.test_client()
+    sign_in_fake(browser, fake, rsa_key)
+    cookie = browser.get_cookie("session")
+    assert cookie is not None
+    elsewhere = second.test_client()  # the same browser, served by the other instance
+    elsewhere.set_cookie("session", cookie.value, domain="localhost")
+    assert elsewhere.get("/me").json == {"identities": {"fake": "user-1"}}
+    path = "/authenticate/fake/frontchannel-logout"
+    foreign = first.test_client().get(
+        path, query_string={"iss": "https://evil.example", "sid": "sid-1"}
+    )
+    assert foreign.status_code == 400
+    assert elsewhere.get("/me").json == {"identities": {"fake": "user-1"}}
+    ended = first.test_client().get(path, query_string={"iss": fake.issuer, "sid": "sid-1"})
+    assert ended.status_code == 200
+    assert elsewhere.get("/me").json == {"identities": {}}

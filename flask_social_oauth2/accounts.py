@@ -285,11 +285,6 @@ def _revoke(provider: str, key: str) -> None:
 # -- the routes and the hook of sign-out ---------------------------------------------------------
 
 
-#: The ``customProperties`` that turn on the provider's sign-out reaching the app.
-BACKCHANNEL_KEY: Final = "backchannelLogout"
-FRONTCHANNEL_KEY: Final = "frontchannelLogout"
-
-
 def mount_logout_routes(blueprint: Blueprint, rule: str) -> None:
     """Mount ``GET <url rule>/logged-out`` (the return of RP-initiated logout),
     ``POST <url rule>/backchannel-logout`` (Back-Channel Logout 1.0) and
@@ -304,11 +299,6 @@ def mount_logout_routes(blueprint: Blueprint, rule: str) -> None:
     blueprint.add_url_rule(f"{rule}/frontchannel-logout", "frontchannel_logout", _frontchannel_view)
 
 
-def turned_on(provider: SocialProvider, key: str) -> bool:
-    """Whether ``customProperties[key]`` of ``provider`` is ``"true"``."""
-    return provider.settings.custom_properties.get(key) == "true"
-
-
 def logout_problems(
     providers: Mapping[str, SocialProvider], store: object
 ) -> list[ConfigurationProblem]:
@@ -317,6 +307,7 @@ def logout_problems(
     keeps no session index."""
     from .providers.oauth2 import OAuth2Provider
     from .tokens.session_index import SessionIndex
+    from .web.logout import BACKCHANNEL_KEY, FRONTCHANNEL_KEY
 
     problems = []
     for name, provider in providers.items():
@@ -360,23 +351,28 @@ def watch_provider_logouts(app: Flask) -> None:
 def _turned_on_provider(name: str, key: str) -> tuple[OAuth2Provider, SessionIndex]:
     """The provider ``name`` and the session index, when its block turns ``key`` on; else 404."""
     from .providers.oauth2 import OAuth2Provider
+    from .web.logout import turned_on
 
     state = current_runtime()
     selected = state.providers.get(name)
     index = state.session_index
-    if not isinstance(selected, OAuth2Provider) or index is None or not turned_on(selected, key):
+    if not isinstance(selected, OAuth2Provider) or index is None:
+        abort(404)
+    if not turned_on(selected.settings, key):
         abort(404)
     return selected, index
 
 
 def _backchannel_view(provider: str) -> Response:
     from .web.backchannel import backchannel_logout
+    from .web.logout import BACKCHANNEL_KEY
 
     return backchannel_logout(*_turned_on_provider(provider, BACKCHANNEL_KEY))
 
 
 def _frontchannel_view(provider: str) -> Response:
     from .web.frontchannel import frontchannel_logout
+    from .web.logout import FRONTCHANNEL_KEY
 
     return frontchannel_logout(*_turned_on_provider(provider, FRONTCHANNEL_KEY))
 

@@ -268,3 +268,61 @@ def test_discovery_reads_the_logout_metadata() -> None:
 )
 def test_sid_of_a_kept_id_token(token: str | None, sid: str | None) -> None:
     assert sid_of(token) == sid
+
+
+# -- the addresses to register -------------------------------------------------------------------
+
+
+def test_flask_social_providers_prints_the_sign_out_urls_to_register(
+    make_app: MakeApp, idp: LocalIdentityProvider, tmp_path: Path
+) -> None:
+    from flask_social_oauth2.cli import social_cli
+
+    on = discovery_block(idp, backchannelLogout="true", frontchannelLogout="true")
+    on["redirectURL"] = "/authenticate/on"
+    app = make_app(
+        {"local": discovery_block(idp), "on": on, "plain": idp_block(idp, redirectURL="/x")},
+        SOCIAL_OAUTH2_TOKEN_STORE=f"sqlite:///{tmp_path / 's.sqlite3'}",
+        TRUSTED_HOSTS=["app.example"],
+        SOCIAL_OAUTH2_CHECK_REDIRECT_URLS=False,
+    )
+    output = app.test_cli_runner().invoke(social_cli, ["providers"]).stdout
+    local, on_block, plain = output.split("\n\n")
+    assert "  logged-out URL: https://app.example/authenticate/local/logged-out\n" in local
+    assert "back-channel" not in local
+    assert "front-channel" not in local
+    assert "  logged-out URL: https://app.example/authenticate/on/logged-out\n" in on_block
+    assert "  back-channel:   https://app.example/authenticate/on/backchannel-logout\n" in on_block
+    assert "  front-channel:  https://app.example/authenticate/on/frontchannel-logout\n" in on_block
+    assert "logged-out" not in plain  # no end-session endpoint: nothing to register
+
+
+def test_a_published_client_metadata_document_lists_the_logout_uris(
+    make_app: MakeApp, idp: LocalIdentityProvider, tmp_path: Path
+) -> None:
+    from flask_social_oauth2 import OAuth2Provider
+    from flask_social_oauth2.providers.hooks import ProviderHooks
+
+    class Published(ProviderHooks):
+        def client_metadata(self, provider: Any) -> dict[str, Any] | None:
+            return {"client_id": "https://app.example/client.json"}
+
+    class PublishedProvider(OAuth2Provider):
+        hooks = Published()
+
+    block = discovery_block(idp, backchannelLogout="true")
+    block["redirectURL"] = "https://app.example/authenticate/local"
+    app = make_app(
+        {"local": block, "off": {**discovery_block(idp), "redirectURL": "/authenticate/off"}},
+        SOCIAL_OAUTH2_TOKEN_STORE=f"sqlite:///{tmp_path / 's.sqlite3'}",
+        SOCIAL_OAUTH2_PROVIDER_CLASSES={"local": PublishedProvider, "off": PublishedProvider},
+    )
+    client = app.test_client()
+    document = client.get("/authenticate/local/client-metadata.json").json
+    assert document == {
+        "client_id": "https://app.example/client.json",
+        "backchannel_logout_uri": "https://app.example/authenticate/local/backchannel-logout",
+        "backchannel_logout_session_required": True,
+    }
+    plain = client.get("/authenticate/off/client-metadata.json").json
+    assert plain == {"client_id": "https://app.example/client.json"}

@@ -26,8 +26,15 @@ from .state_cookie import FLOW_PAGE_HEADERS, PendingFlow, StateCookieStore
 
 logger = logging.getLogger("flask_social_oauth2")
 
-#: The endpoint of the return route (``<url rule>/logged-out``).
-LOGGED_OUT_ENDPOINT: Final = "social_oauth2.logged_out"
+#: The ``customProperties`` that turn on the provider's sign-out reaching the app.
+BACKCHANNEL_KEY: Final = "backchannelLogout"
+FRONTCHANNEL_KEY: Final = "frontchannelLogout"
+#: The sign-out routes below the sign-in route, by what they are registered as at a provider.
+LOGOUT_PATHS: Final = {
+    "post_logout_redirect_uri": "/logged-out",
+    "backchannel_logout_uri": "/backchannel-logout",
+    "frontchannel_logout_uri": "/frontchannel-logout",
+}
 #: What marks a pending flow as a sign-out's in the state cookie (a sign-in's binding is a
 #: 22-character digest, never this).
 LOGOUT_BINDING: Final = "logout"
@@ -57,16 +64,39 @@ class LogoutProvider(Protocol):
     ) -> str | None: ...
 
 
+def turned_on(settings: OAuth2Settings, key: str) -> bool:
+    """Whether ``customProperties[key]`` is ``"true"``."""
+    return settings.custom_properties.get(key) == "true"
+
+
+def registered_logout_urls(settings: OAuth2Settings) -> dict[str, str]:
+    """The sign-out addresses of a block to register at its provider (see
+    :data:`LOGOUT_PATHS`), as paths relative to the sign-in route: the return of
+    RP-initiated logout always, back-channel and front-channel where the block turns them on."""
+    wanted = {
+        "post_logout_redirect_uri": True,
+        "backchannel_logout_uri": turned_on(settings, BACKCHANNEL_KEY),
+        "frontchannel_logout_uri": turned_on(settings, FRONTCHANNEL_KEY),
+    }
+    return {name: path for name, path in LOGOUT_PATHS.items() if wanted[name]}
+
+
+def logout_route_url(name: str, redirect_url: str, path: str) -> str:
+    """The absolute address of the sign-out route ``path`` (of :data:`LOGOUT_PATHS`) of
+    provider ``name``: see :func:`logged_out_url`."""
+    base = url_for("social_oauth2.authenticate", provider=name) + path
+    if not redirect_url.startswith("/"):
+        parts = urlsplit(redirect_url)
+        return f"{parts.scheme}://{parts.netloc}{base}"
+    return f"{request.scheme}://{request.host}{base}"
+
+
 def logged_out_url(name: str, redirect_url: str) -> str:
     """The absolute ``post_logout_redirect_uri`` of provider ``name``: the path of
     ``<url rule>/logged-out``, on the origin of an absolute ``redirectURL``, else on the
     request's scheme and host as Flask sees them (as a relative ``redirectURL`` is resolved).
     Register it at the provider."""
-    path = url_for(LOGGED_OUT_ENDPOINT, provider=name)
-    if not redirect_url.startswith("/"):
-        parts = urlsplit(redirect_url)
-        return f"{parts.scheme}://{parts.netloc}{path}"
-    return f"{request.scheme}://{request.host}{path}"
+    return logout_route_url(name, redirect_url, LOGOUT_PATHS["post_logout_redirect_uri"])
 
 
 def redirect_to_end_session(

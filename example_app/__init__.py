@@ -34,7 +34,7 @@ from flask_social_oauth2.config.blocks import load_yaml_blocks
 
 from . import bluesky, views
 from .access_log import hide_callback_queries
-from .account import note_refresh
+from .account import ended_at_provider, note_refresh
 from .providers import select_blocks
 from .security import make_nonce, security_headers
 from .sign_in import sign_in_failed, signed_in
@@ -92,6 +92,7 @@ def create_app(
     login_manager = LoginManager(app)
     login_manager.user_loader(users.get)
     signals.token_updated.connect(note_refresh, app, weak=False)
+    signals.provider_logged_out.connect(ended_at_provider, app, weak=False)
     hide_callback_queries(app.config["SOCIAL_OAUTH2_URL_RULE"])
     app.register_blueprint(views.bp)
     app.register_error_handler(404, views.not_found)

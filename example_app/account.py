@@ -12,8 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from flask import Flask, current_app, g, get_flashed_messages, session
-from flask_login import current_user
+from flask import Flask, current_app, flash, g, get_flashed_messages, session
+from flask_login import current_user, logout_user
 
 from flask_social_oauth2 import OAuth2Info
 from flask_social_oauth2.errors import AuthenticationError
@@ -29,6 +29,7 @@ __all__ = [
     "ApiAnswer",
     "LinkedIdentity",
     "account",
+    "ended_at_provider",
     "note_refresh",
     "owns",
     "shown_handle",
@@ -168,3 +169,11 @@ def note_refresh(app: Flask, **changes: Any) -> None:
     """Receive :data:`~flask_social_oauth2.signals.token_updated`: the API call of this request
     refreshed its token first, and the account page says so."""
     g.example_refreshed = True
+
+
+def ended_at_provider(app: Flask, provider: str, sub: str, sid: str | None) -> None:
+    """Receive :data:`~flask_social_oauth2.signals.provider_logged_out`: the provider ended
+    this browser's session there (a back-channel logout, possibly received by another
+    process), and the extension has forgotten its identities; end the app's own login too."""
+    logout_user()
+    flash("Your session at the provider ended: you are signed out.")

@@ -8,19 +8,27 @@ that the current request has just signed in is on :data:`flask.g`, never on a sh
 from __future__ import annotations
 
 import logging
+import secrets
+import time
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
 
-from flask import g, has_request_context, session
+from flask import Blueprint, Flask, Response, abort, current_app, g, has_request_context, session
 
-from .errors import AuthenticationError, SocialOAuth2Error
+from . import signals
+from .errors import AuthenticationError, ConfigurationProblem, SocialOAuth2Error
 from .runtime import current_runtime
 
 # The extension imports this module: the provider and the token stores, which init_app imports,
 # are imported where they are used, so that importing the extension stays cheap.
 if TYPE_CHECKING:
     from .config.settings import OAuth2Info
+    from .providers.oauth2 import OAuth2Provider
     from .tokens.identity import Identity, IdentityStore
+    from .tokens.session_index import SessionIndex
     from .tokens.store import TokenStore
+    from .web.logout import LogoutProvider
+    from .web.provider import SocialProvider
 
 logger = logging.getLogger("flask_social_oauth2")
 
@@ -30,6 +38,11 @@ SIGNED_IN_KEY: Final = "social_oauth2_identities"
 _JUST_SIGNED_IN: Final = "social_oauth2_just_signed_in"
 #: Longest app user id a SQL store keeps (its column's size).
 MAX_USER_ID: Final = 255
+#: The session key of this browser's sign-ins in the session index: ``[checked at, [local
+#: session id, ...]]``.
+SESSIONS_KEY: Final = "social_oauth2_sessions"
+#: The most sign-ins of one browser the session index is asked about.
+MAX_INDEXED: Final = 8
 
 
 def remember_sign_in(provider: str, key: str, info: OAuth2Info) -> None:
@@ -47,6 +60,83 @@ def remember_sign_in(provider: str, key: str, info: OAuth2Info) -> None:
     store.save(provider, key, info)
     current = session._get_current_object()  # type: ignore[attr-defined]  # once, not twice
     current[SIGNED_IN_KEY] = {**_identities(current), provider: key}
+    index = current_runtime().session_index
+    if index is not None and info.id_token_claims is not None:
+        _index_sign_in(index, current, provider, info)
+
+
+def _index_sign_in(index: SessionIndex, current: Any, provider: str, info: OAuth2Info) -> None:
+    """Record the sign-in whose ID token was verified in the session index, under a new random
+    local session id that the browser's session carries."""
+    from .oidc.logout_token import header_algorithm
+    from .tokens.session_index import IndexedSession
+
+    claims = info.id_token_claims or {}
+    iss, sub, sid = claims.get("iss"), claims.get("sub"), claims.get("sid")
+    algorithm = header_algorithm(info.params.get("id_token"))
+    if not (isinstance(iss, str) and isinstance(sub, str) and algorithm):
+        return
+    now = time.time()
+    local_id = secrets.token_urlsafe(24)
+    lifetime = current_app.permanent_session_lifetime.total_seconds()
+    index.record_session(
+        IndexedSession(
+            local_id=local_id,
+            provider=provider,
+            iss=iss,
+            sub=sub,
+            sid=sid if isinstance(sid, str) and sid else None,
+            alg=algorithm,
+            signed_in_at=now,
+            expires_at=now + lifetime,
+        )
+    )
+    _, known = _indexed(current)
+    current[SESSIONS_KEY] = [int(now), [*known, local_id][-MAX_INDEXED:]]
+
+
+def _indexed(current: Any) -> tuple[int, list[str]]:
+    found = current.get(SESSIONS_KEY)
+    if (
+        isinstance(found, list)
+        and len(found) == 2
+        and isinstance(found[0], int)
+        and isinstance(found[1], list)
+    ):
+        return found[0], [item for item in found[1] if isinstance(item, str)]
+    return 0, []
+
+
+def check_ended_sessions() -> None:
+    """Before a request: when the browser's session carries sign-ins of the session index and
+    the last check is ``SOCIAL_OAUTH2_SESSION_CHECK_SECONDS`` old, ask the index whether the
+    provider ended one of them (back-channel or front-channel logout, delivered to any
+    process); if so, sign the browser out (as :func:`sign_out`) and send
+    :data:`~flask_social_oauth2.signals.provider_logged_out` once for each ended one."""
+    current = session._get_current_object()  # type: ignore[attr-defined]
+    if SESSIONS_KEY not in current:
+        return
+    state = current_runtime()
+    index = state.session_index
+    checked, local_ids = _indexed(current)
+    now = int(time.time())
+    every = state.session_check_seconds
+    if index is None or not local_ids or (every and now - checked < every):
+        return
+    try:
+        ended = index.take_ended_sessions(local_ids)
+    except AuthenticationError as error:  # the store is down: the page is served, checked later
+        logger.warning("the session index could not be read: %s", error)
+        return
+    if every:
+        current[SESSIONS_KEY] = [now, local_ids]
+    if not ended:
+        return
+    sign_out(revoke=False)
+    app = current_app._get_current_object()  # type: ignore[attr-defined]
+    for item in ended:
+        logger.info("%s: the provider ended this browser's session", item.provider)
+        signals.provider_logged_out.send(app, provider=item.provider, sub=item.sub, sid=item.sid)
 
 
 def _forget_in_browser(provider: str, store: TokenStore | None) -> None:
@@ -163,7 +253,38 @@ def sign_out(*, revoke: bool) -> None:
         elif isinstance(store, SessionTokenStore):
             store.delete(provider, key)
     session.pop(SIGNED_IN_KEY, None)
+    session.pop(SESSIONS_KEY, None)
     session.pop(state.session_key, None)
+
+
+def logout_redirect(provider: LogoutProvider, next_url: str | None) -> Response:
+    """Sign this browser out (as :func:`sign_out`) and answer the redirect that ends its
+    session at ``provider`` too (see :func:`flask_social_oauth2.web.logout.
+    redirect_to_end_session`), with the ID token kept for its identity there (a SQL store
+    keeps it; the session store does not) as ``id_token_hint`` and its ``sid`` as
+    ``logout_hint``."""
+    from .oidc.logout_token import sid_of
+    from .web.logout import redirect_to_end_session
+
+    state = current_runtime()
+    key = signed_in().get(provider.name)
+    id_token = None
+    if key is not None and state.token_store is not None:
+        try:
+            kept = state.token_store.load(provider.name, key)
+        except AuthenticationError as error:  # unreadable: signed out all the same
+            logger.warning("%s: the kept ID token was not read: %s", provider.name, error)
+            kept = None
+        found = None if kept is None else kept.params.get("id_token")
+        id_token = found if isinstance(found, str) and found else None
+    sign_out(revoke=False)
+    return redirect_to_end_session(
+        provider,
+        state.state_cookies,
+        next_url,
+        id_token_hint=id_token,
+        logout_hint=sid_of(id_token),
+    )
 
 
 def _revoke(provider: str, key: str) -> None:
@@ -180,3 +301,106 @@ def _revoke(provider: str, key: str) -> None:
             selected.revoke(info)
     except AuthenticationError as error:
         logger.warning("%s: the token of identity %r was not revoked: %s", provider, key, error)
+
+
+# -- the routes and the hook of sign-out ---------------------------------------------------------
+
+
+def mount_logout_routes(blueprint: Blueprint, rule: str) -> None:
+    """Mount ``GET <url rule>/logged-out`` (the return of RP-initiated logout),
+    ``POST <url rule>/backchannel-logout`` (Back-Channel Logout 1.0) and
+    ``GET <url rule>/frontchannel-logout`` (Front-Channel Logout 1.0)."""
+    blueprint.add_url_rule(f"{rule}/logged-out", "logged_out", _logged_out_view)
+    blueprint.add_url_rule(
+        f"{rule}/backchannel-logout",
+        "backchannel_logout",
+        _backchannel_view,
+        methods=["POST"],
+    )
+    blueprint.add_url_rule(f"{rule}/frontchannel-logout", "frontchannel_logout", _frontchannel_view)
+
+
+def logout_problems(
+    providers: Mapping[str, SocialProvider], store: object
+) -> list[ConfigurationProblem]:
+    """The problems of the blocks that turn on back-channel or front-channel logout: a value
+    other than ``"true"`` or ``"false"``, no OpenID Connect issuer, or a token store that
+    keeps no session index."""
+    from .providers.oauth2 import OAuth2Provider
+    from .tokens.session_index import SessionIndex
+    from .web.logout import BACKCHANNEL_KEY, FRONTCHANNEL_KEY, turned_on
+
+    problems = []
+    for name, provider in providers.items():
+        if not isinstance(provider, OAuth2Provider):
+            continue
+        for key in (BACKCHANNEL_KEY, FRONTCHANNEL_KEY):
+            where = f"customProperties.{key}"
+            if not turned_on(provider.options, key):
+                continue
+            if provider.issuer is None:
+                problems.append(
+                    ConfigurationProblem(
+                        name, where, "needs an OpenID Connect provider (customProperties.issuer)"
+                    )
+                )
+            if not isinstance(store, SessionIndex):
+                problems.append(
+                    ConfigurationProblem(
+                        name,
+                        where,
+                        "needs a token store that keeps the session index: set"
+                        " SOCIAL_OAUTH2_TOKEN_STORE to a SQLAlchemy URL (e.g."
+                        " 'postgresql://...'), or use a store implementing SessionIndex",
+                    )
+                )
+    return problems
+
+
+def watch_provider_logouts(app: Flask) -> None:
+    """When the app's token store keeps the session index, keep it in the runtime and check
+    the browser's sessions against it before each request (:func:`check_ended_sessions`)."""
+    from .tokens.session_index import SessionIndex
+
+    state = current_runtime(app)
+    if isinstance(state.token_store, SessionIndex):
+        state.session_index = state.token_store
+        app.before_request(check_ended_sessions)
+
+
+def _turned_on_provider(name: str, key: str) -> tuple[OAuth2Provider, SessionIndex]:
+    """The provider ``name`` and the session index, when its block turns ``key`` on; else 404."""
+    from .providers.oauth2 import OAuth2Provider
+    from .web.logout import turned_on
+
+    state = current_runtime()
+    selected = state.providers.get(name)
+    index = state.session_index
+    if not isinstance(selected, OAuth2Provider) or index is None:
+        abort(404)
+    if not turned_on(selected.options, key):
+        abort(404)
+    return selected, index
+
+
+def _backchannel_view(provider: str) -> Response:
+    from .web.backchannel import backchannel_logout
+    from .web.logout import BACKCHANNEL_KEY
+
+    return backchannel_logout(*_turned_on_provider(provider, BACKCHANNEL_KEY))
+
+
+def _frontchannel_view(provider: str) -> Response:
+    from .web.frontchannel import frontchannel_logout
+    from .web.logout import FRONTCHANNEL_KEY
+
+    return frontchannel_logout(*_turned_on_provider(provider, FRONTCHANNEL_KEY))
+
+
+def _logged_out_view(provider: str) -> Response:
+    from .web.logout import logged_out
+
+    state = current_runtime()
+    if provider not in state.providers:
+        abort(404)
+    return logged_out(provider, state.state_cookies)

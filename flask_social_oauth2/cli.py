@@ -263,9 +263,42 @@ def describe_provider(
         ("client secret", MASK),
         ("scope", settings.scope or "(none)"),
     ]
+    rows.extend(_logout_rows(app, provider, host=host, run_port=run_port))
     for key, value in settings.custom_properties.items():
         rows.append((f"custom {key}", masked(key, value)))
     return [provider.name] + [f"  {label + ':':15} {value}" for label, value in rows]
+
+
+_LOGOUT_LABELS: Final = {
+    "post_logout_redirect_uri": "logged-out URL",
+    "backchannel_logout_uri": "back-channel",
+    "frontchannel_logout_uri": "front-channel",
+}
+
+
+def _logout_rows(
+    app: Flask, provider: SocialProvider, *, host: str | None, run_port: int
+) -> list[tuple[str, str]]:
+    """The sign-out addresses to register at an OpenID Connect provider (or one with
+    ``customProperties.endSessionURL``): the return of RP-initiated logout, and the back-channel
+    and front-channel logout routes where the block turns them on."""
+    from .web.logout import registered_logout_urls
+
+    settings = provider.settings
+    if not isinstance(provider, OAuth2Provider) or (
+        provider.issuer is None and provider.options.end_session_url is None
+    ):
+        return []
+    route = str(app.config["SOCIAL_OAUTH2_URL_RULE"]).replace("<provider>", provider.name)
+    if settings.redirect_url.startswith("/"):
+        base = registered_redirect_url(app, route, host=host, run_port=run_port)
+    else:
+        parts = urlsplit(settings.redirect_url)
+        base = f"{parts.scheme}://{parts.netloc}{route}"
+    return [
+        (_LOGOUT_LABELS[field], base + path)
+        for field, path in registered_logout_urls(provider.options).items()
+    ]
 
 
 def flask_run_port(environ: Mapping[str, str]) -> int:

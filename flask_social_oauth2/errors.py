@@ -202,6 +202,14 @@ class IdTokenError(UnexpectedResponseError):
     public_message = "The provider's answer could not be verified. Please try again."
 
 
+class LogoutTokenError(AuthenticationError):
+    """A back-channel logout token failed a check of OpenID Connect Back-Channel Logout 1.0
+    section 2.6 (or was seen before). 400: the request is refused and nothing is ended. The
+    message names the check, never the token or a claim's value."""
+
+    public_message = "The logout token was refused."
+
+
 class SignInRequiredError(AuthenticationError):
     """This identity cannot call the provider's API now: the browser has no identity for the
     provider, no token is kept, the provider refused the refresh (``invalid_grant``: the dead

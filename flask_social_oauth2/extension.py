@@ -132,6 +132,7 @@ class SocialOAuth2:
             providers[name] = cls(name, record)
         email_domains, domain_problems = domains_by_block(settings)
         problems.extend(domain_problems)
+        problems.extend(accounts.logout_problems(providers, options.token_store))
         if problems:
             raise ConfigurationError(problems)
         rule = options.rule
@@ -144,6 +145,8 @@ class SocialOAuth2:
             f"{rule}/client-metadata.json", "client_metadata", served_documents.client_metadata_view
         )
         install_buttons(blueprint, options.sign_in_page)
+
+        accounts.mount_logout_routes(blueprint, rule)
         app.register_blueprint(blueprint)
         scope = app_scope(app.import_name, rule)
         app.extensions[EXTENSION_KEY] = Runtime(
@@ -176,7 +179,9 @@ class SocialOAuth2:
                 ttl=options.provider_cache_ttl,
                 size=options.provider_cache_size,
             ),
+            session_check_seconds=options.session_check_seconds,
         )
+        accounts.watch_provider_logouts(app)
         if options.check_redirect_urls:
             early_problems = redirect_url_problems(app, routes_complete=False)
             if early_problems:
@@ -408,6 +413,22 @@ class SocialOAuth2:
         if not _is_oauth2(provider):
             raise SocialOAuth2Error(f"provider {name!r} does not take ID tokens from the browser")
         return issue_nonce(provider, current_runtime(), next)
+
+    def logout_redirect(self, name: str, next: str | None = "/") -> Response:
+        """Sign this browser out here (as :meth:`sign_out`) and at provider ``name``
+        (RP-Initiated Logout 1.0): a redirect to its end-session endpoint with the kept ID
+        token as ``id_token_hint`` (SQL store only), its ``sid`` as ``logout_hint``, a
+        single-use ``state`` bound to this browser and ``post_logout_redirect_uri`` =
+        ``<url rule>/logged-out``, which sends the browser on to ``next`` (a same-origin
+        path, else ``/``); without an end-session endpoint, straight to ``next``.
+        See :doc:`/logout`.
+
+        :raises UnknownProviderError: when no block of that name is configured.
+        """
+        provider = self.provider(name)
+        if not _is_oauth2(provider):
+            raise TypeError(f"provider {name!r} is not an OAuth2Provider: it has no sign-out")
+        return accounts.logout_redirect(provider, next)
 
     def next_url(self, default: str = "/") -> str:
         """Where to send the user after the sign-in this request finished: the ``next`` path

@@ -36,6 +36,7 @@ DEFAULTS: Final[Mapping[str, Any]] = MappingProxyType(
         "SOCIAL_OAUTH2_SIGN_IN_PAGE": None,
         "SOCIAL_OAUTH2_PROVIDER_CACHE_TTL": 60,
         "SOCIAL_OAUTH2_PROVIDER_CACHE_SIZE": 1024,
+        "SOCIAL_OAUTH2_SESSION_CHECK_SECONDS": 10,
     }
 )
 
@@ -78,6 +79,10 @@ class Options:
     #: ``SOCIAL_OAUTH2_REFRESH_LEEWAY``, seconds.
     refresh_leeway: float = 30.0
 
+    #: ``SOCIAL_OAUTH2_SESSION_CHECK_SECONDS``: how often a request checks whether the
+    #: provider ended the browser's session (``0``: every request).
+    session_check_seconds: float = 10.0
+
 
 def read_options(config: Mapping[str, Any]) -> Options:
     """The checked values of the settings the extension reads once in ``init_app``.
@@ -105,6 +110,7 @@ def read_options(config: Mapping[str, Any]) -> Options:
         "state_ttl": number("SOCIAL_OAUTH2_STATE_TTL", int, 10),
         "max_bytes": number("SOCIAL_OAUTH2_MAX_RESPONSE_BYTES", int, 1024),
         "discovery_failure_ttl": number("SOCIAL_OAUTH2_DISCOVERY_FAILURE_TTL", float, 0),
+        "session_check_seconds": number("SOCIAL_OAUTH2_SESSION_CHECK_SECONDS", float, 0),
         "rule": config["SOCIAL_OAUTH2_URL_RULE"],
         "provider_cache_ttl": number("SOCIAL_OAUTH2_PROVIDER_CACHE_TTL", float, 0),
         "provider_cache_size": number("SOCIAL_OAUTH2_PROVIDER_CACHE_SIZE", int, 1),
@@ -185,4 +191,5 @@ def read_options(config: Mapping[str, Any]) -> Options:
         provider_cache_ttl=options["provider_cache_ttl"],
         provider_cache_size=options["provider_cache_size"],
         refresh_leeway=options["refresh_leeway"],
+        session_check_seconds=options["session_check_seconds"],
     )

@@ -20,6 +20,7 @@ from .errors import ConfigurationProblem, SocialOAuth2Error
 # Named in annotations only: importing this module (as the extension does) does not import the
 # state cookie, the token stores or the providers.
 if TYPE_CHECKING:
+    from .tokens.session_index import SessionIndex
     from .tokens.store import TokenStore
     from .web.loaded_providers import LoadedProviders
     from .web.provider import SocialProvider
@@ -86,6 +87,12 @@ class Runtime:
         if found is None and self.loaded is not None:
             found = self.loaded.get(name)
         return found
+
+    #: The token store when it keeps the session index of provider logouts, else ``None``.
+    session_index: SessionIndex | None = None
+    #: Seconds between two checks of a browser's sessions against the index
+    #: (``SOCIAL_OAUTH2_SESSION_CHECK_SECONDS``).
+    session_check_seconds: float = 10.0
 
 
 def current_runtime(app: Flask | None = None) -> Runtime:

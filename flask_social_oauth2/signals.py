@@ -28,3 +28,10 @@ authentication_failed = _signals.signal("social-oauth2-authentication-failed")
 #: (the identity's ``provider_key``) and ``info`` (the new
 #: :class:`~flask_social_oauth2.OAuth2Info`).
 token_updated = _signals.signal("social-oauth2-token-updated")
+
+#: Sent once when a request finds that the provider ended the browser's session there
+#: (back-channel or front-channel logout, possibly delivered to another process): the browser
+#: is signed out of the extension already; end the app's own login (Flask-Login's
+#: ``logout_user()``). With ``provider`` (the provider's name), ``sub`` and ``sid`` (``None``
+#: when the ID token had none).
+provider_logged_out = _signals.signal("social-oauth2-provider-logged-out")

@@ -8,7 +8,10 @@ Fixtures live in conftest.py; everything a test imports by name lives here.
 
 from __future__ import annotations
 
+import base64
 import functools
+import hashlib
+import hmac
 import json
 import logging
 import os
@@ -445,6 +448,136 @@ def start_fake(client: Any) -> dict[str, str]:
 
 def finish_fake(client: Any, state: str) -> Any:
     return client.get("/authenticate/fake", query_string={"code": "the-code", "state": state})
+
+
+#: The event of a back-channel logout token.
+LOGOUT_EVENT: Final = "http://schemas.openid.net/event/backchannel-logout"
+BACKCHANNEL_PATH: Final = "/authenticate/fake/backchannel-logout"
+#: The OpenID Foundation's seven refused logout tokens (its RP back-channel tests), by the
+#: names :func:`refused_tokens` gives them.
+OIDF_REFUSED: Final = (
+    "alg none",
+    "no event",
+    "wrong event",
+    "nonce",
+    "wrong alg",
+    "wrong aud",
+    "wrong issuer",
+)
+
+
+def logout_claims(fake: FakeOpenIDProvider, **changes: Any) -> dict[str, Any]:
+    """The claims of a good logout token of ``fake`` for user-1's session sid-1; ``None`` in
+    ``changes`` leaves a claim out."""
+    now = int(time.time())
+    claims: dict[str, Any] = {
+        "iss": fake.issuer,
+        "aud": CLIENT_ID,
+        "iat": now,
+        "exp": now + 120,
+        "jti": secrets.token_urlsafe(12),
+        "sub": "user-1",
+        "sid": "sid-1",
+        "events": {LOGOUT_EVENT: {}},
+    }
+    claims.update(changes)
+    return {key: value for key, value in claims.items() if value is not None}
+
+
+def backchannel_app(make_app: MakeApp, server: FaultServer, store: str, **custom: str) -> Flask:
+    """An app with ``fake`` (see :func:`fake_app`) turned on for back-channel logout, the SQL
+    token store ``store``, sessions checked on every request, and ``GET /me`` naming this
+    browser's identities."""
+    app = fake_app(
+        make_app,
+        server,
+        app_config={"SOCIAL_OAUTH2_TOKEN_STORE": store, "SOCIAL_OAUTH2_SESSION_CHECK_SECONDS": 0},
+        customProperties={"issuer": server.url, "backchannelLogout": "true", **custom},
+    )
+
+    @app.get("/me")
+    def me() -> dict[str, Any]:
+        from flask import session
+
+        return {"identities": session.get("social_oauth2_identities") or {}}
+
+    return app
+
+
+def sign_in_fake(client: Any, fake: FakeOpenIDProvider, key: Any, alg: str = "RS256") -> None:
+    """Sign in with ``fake`` as user-1 in provider session sid-1, with an ID token signed by
+    ``key``."""
+    query = start_fake(client)
+    fake.serve_token(signed(key, alg, fake.claims(nonce=query["nonce"], sid="sid-1")))
+    answer = finish_fake(client, query["state"])
+    assert answer.status_code == 302, answer.text
+
+
+def segment(part: dict[str, Any]) -> str:
+    """One part of a JWT in compact form."""
+    return base64.urlsafe_b64encode(json.dumps(part).encode()).rstrip(b"=").decode()
+
+
+def refused_tokens(fake: FakeOpenIDProvider, rsa_key: RSAKey, ec_key: ECKey) -> dict[str, Any]:
+    """Every kind of bad logout token, with the words of its refusal."""
+    claims = logout_claims(fake)
+    unsigned = f"{segment({'alg': 'none'})}.{segment(claims)}."
+    signing_input = f"{segment({'alg': 'HS256', 'kid': 'rsa-1'})}.{segment(claims)}"
+    mac = hmac.new(rsa_key.as_pem(private=False), signing_input.encode(), hashlib.sha256)
+    hmac_token = f"{signing_input}.{base64.urlsafe_b64encode(mac.digest()).rstrip(b'=').decode()}"
+    other_key = RSAKey.generate_key(2048, parameters={"kid": "rsa-1"})
+    return {
+        # the OpenID Foundation's seven refused logout tokens (RP back-channel tests)
+        "alg none": (unsigned, "algorithm 'none' is not allowed"),
+        "no event": (signed(rsa_key, "RS256", logout_claims(fake, events=None)), "events"),
+        "wrong event": (
+            signed(rsa_key, "RS256", logout_claims(fake, events={"http://x.example/e": {}})),
+            "events",
+        ),
+        "nonce": (signed(rsa_key, "RS256", logout_claims(fake, nonce="n-1")), "nonce"),
+        "wrong alg": (signed(ec_key, "ES256", logout_claims(fake)), "algorithm of the sessions"),
+        "wrong aud": (signed(rsa_key, "RS256", logout_claims(fake, aud="other")), "aud"),
+        "wrong issuer": (
+            signed(rsa_key, "RS256", logout_claims(fake, iss="https://op.example")),
+            "iss",
+        ),
+        # and the rest of section 2.6 and of the issue's bad input
+        "not a JWT": ("garbage", "not a signed JWT"),
+        "encrypted": ("a.b.c.d.e", "not a signed JWT"),
+        "HMAC": (hmac_token, "algorithm 'HS256' is not allowed"),
+        "other key": (signed(other_key, "RS256", claims), "signature is not valid"),
+        "expired": (
+            signed(
+                rsa_key,
+                "RS256",
+                logout_claims(fake, iat=claims["iat"] - 900, exp=claims["iat"] - 600),
+            ),
+            "expired",
+        ),
+        "old without exp": (
+            signed(rsa_key, "RS256", logout_claims(fake, iat=claims["iat"] - 900, exp=None)),
+            "too old",
+        ),
+        "in the future": (
+            signed(rsa_key, "RS256", logout_claims(fake, iat=claims["iat"] + 900)),
+            "future",
+        ),
+        "no iat": (signed(rsa_key, "RS256", logout_claims(fake, iat=None)), "no iat"),
+        "no jti": (signed(rsa_key, "RS256", logout_claims(fake, jti=None)), "no jti"),
+        "event not an object": (
+            signed(rsa_key, "RS256", logout_claims(fake, events={LOGOUT_EVENT: "yes"})),
+            "JSON object",
+        ),
+        "no sub nor sid": (
+            signed(rsa_key, "RS256", logout_claims(fake, sub=None, sid=None)),
+            "neither sub nor sid",
+        ),
+        "sub not a string": (signed(rsa_key, "RS256", logout_claims(fake, sub=7)), "'sub'"),
+        "aud list without us": (
+            signed(rsa_key, "RS256", logout_claims(fake, aud=["a", "b"])),
+            "aud",
+        ),
+    }
 
 
 def in_threads(work: Callable[[int], None], count: int) -> None:

@@ -709,3 +709,24 @@ def test_a_local_user_links_bluesky_from_the_account_page_and_calls_its_pds(
         assert "Your sign-ins (Ada Lovelace)" in page
         with app.app_context():
             assert app.extensions["example_users"].get("2") is None
+
+
+def test_the_providers_back_channel_logout_signs_the_user_out(
+    local: tuple[Flask, LocalIdentityProvider],
+) -> None:
+    app, idp = local
+    client = app.test_client()
+    sign_in(client, "local", ADA, next="/profile")
+    assert client.get("/profile").status_code == 200
+    token = idp.logout_token(CLIENT_ID, sub=ADA.sub)
+    answer = app.test_client().post(
+        "/authenticate/local/backchannel-logout", data={"logout_token": token}
+    )
+    assert answer.status_code == 200
+    with client.session_transaction() as browser:  # the next check is due now
+        checked, local_ids = browser["social_oauth2_sessions"]
+        browser["social_oauth2_sessions"] = [checked - 60, local_ids]
+    page = client.get("/profile")
+    assert page.status_code == 302
+    assert page.headers["Location"] == "/"
+    assert "Your session at the provider ended" in client.get("/").get_data(as_text=True)

@@ -23,20 +23,28 @@ from fault_server import Behaviour, FaultServer
 from flask import Flask, Response, request
 from helpers import (
     ALICE,
+    BACKCHANNEL_PATH,
     CLIENT_ID,
     CLIENT_SECRET,
     LOCAL_REDIRECT,
+    OIDF_REFUSED,
+    FakeOpenIDProvider,
     LocalGoogle,
     MakeApp,
+    backchannel_app,
     browser_code,
     callback_path,
     fault_app,
     follow_to_provider,
     idp_block,
+    logout_claims,
     one_tap_app,
     post_credential,
     query_of,
+    refused_tokens,
     sign_in,
+    sign_in_fake,
+    signed,
     start_flow,
     state_cookie_name,
 )
@@ -1059,3 +1067,122 @@ def test_s41_a_configured_name_is_never_shadowed_by_the_loader(
         assert impostor.authorization_requests == []
         assert impostor.token_requests == []
         assert len(idp.token_requests) == 1
+
+
+# -- 40: the post-logout return takes only the single-use state it gave this browser -------------
+
+
+def _signed_out_return(make_app: MakeApp, idp: LocalIdentityProvider) -> tuple[Flask, Any, str]:
+    """An app signed in with ``local`` (discovery: an end-session endpoint), a browser that
+    signed out with ``logout_redirect``; the provider's return URL (path and query)."""
+    block = {**idp_block(idp), "customProperties": {"issuer": idp.issuer}}
+    del block["authorizationURL"], block["apiURL"]
+    app = make_app({"local": block})
+
+    @app.post("/logout")
+    def logout() -> Response:
+        return extension(app).logout_redirect("local", next="/after")
+
+    client = app.test_client()
+    sign_in(client)
+    location = client.post("/logout").headers["Location"]
+    return app, client, callback_path(follow_to_provider(location))
+
+
+def test_s40_the_logged_out_return_redirects_once_to_a_same_origin_next(
+    make_app: MakeApp, idp: LocalIdentityProvider
+) -> None:
+    _, client, back = _signed_out_return(make_app, idp)
+    assert client.get(back).headers["Location"] == "/after"
+    replayed = client.get(back)
+    assert replayed.status_code == 400
+    assert "Location" not in replayed.headers
+
+
+def test_s40_no_state_or_another_browsers_state_is_a_400(
+    make_app: MakeApp, idp: LocalIdentityProvider
+) -> None:
+    app, client, back = _signed_out_return(make_app, idp)
+    for path in ("/authenticate/local/logged-out", "/authenticate/local/logged-out?state="):
+        answer = client.get(path)
+        assert answer.status_code == 400
+        assert "Location" not in answer.headers
+    other_browser = app.test_client()
+    stolen = other_browser.get(back)
+    assert stolen.status_code == 400
+    assert "Location" not in stolen.headers
+    doubled = client.get(f"{back}&state=again")
+    assert doubled.status_code == 400
+    assert client.get(back).headers["Location"] == "/after"  # still this browser's, once
+
+
+# -- 38: a back-channel logout token is accepted only as section 2.6 says, once by any process ---
+
+
+@pytest.mark.parametrize("case", OIDF_REFUSED)
+def test_s38_the_openid_foundations_seven_refused_logout_tokens(
+    make_app: MakeApp,
+    fault_server: FaultServer,
+    rsa_key: Any,
+    ec_key: Any,
+    tmp_path: Any,
+    case: str,
+) -> None:
+    fake = FakeOpenIDProvider(fault_server, rsa_key, ec_key, userinfo=False)
+    app = backchannel_app(make_app, fault_server, f"sqlite:///{tmp_path / 's.sqlite3'}")
+    browser = app.test_client()
+    sign_in_fake(browser, fake, rsa_key)
+    token, _ = refused_tokens(fake, rsa_key, ec_key)[case]
+    answer = app.test_client().post(BACKCHANNEL_PATH, data={"logout_token": token})
+    assert answer.status_code == 400
+    assert answer.get_json()["error"] == "invalid_request"
+    assert browser.get("/me").json == {"identities": {"fake": "user-1"}}
+
+
+def test_s38_a_good_token_replayed_to_a_second_instance_is_refused(
+    make_app: MakeApp, fault_server: FaultServer, rsa_key: Any, tmp_path: Any
+) -> None:
+    fake = FakeOpenIDProvider(fault_server, rsa_key, userinfo=False)
+    store = f"sqlite:///{tmp_path / 'shared.sqlite3'}"
+    first, second = (backchannel_app(make_app, fault_server, store) for _ in range(2))
+    browser = first.test_client()
+    sign_in_fake(browser, fake, rsa_key)
+    token = signed(rsa_key, "RS256", logout_claims(fake))
+    assert (
+        first.test_client().post(BACKCHANNEL_PATH, data={"logout_token": token}).status_code == 200
+    )
+    assert browser.get("/me").json == {"identities": {}}
+    again = second.test_client()
+    sign_in_fake(again, fake, rsa_key)  # a new session of the same sid, served by the second
+    replayed = second.test_client().post(BACKCHANNEL_PATH, data={"logout_token": token})
+    assert replayed.status_code == 400
+    assert "used already" in replayed.get_json()["error_description"]
+    assert again.get("/me").json == {"identities": {"fake": "user-1"}}
+
+
+# -- 39: a session the provider ended is ended in every process; a foreign iss ends nothing ------
+
+
+def test_s39_a_logout_delivered_to_one_instance_ends_the_session_another_serves(
+    make_app: MakeApp, fault_server: FaultServer, rsa_key: Any, tmp_path: Any
+) -> None:
+    fake = FakeOpenIDProvider(fault_server, rsa_key, userinfo=False)
+    store = f"sqlite:///{tmp_path / 'shared.sqlite3'}"
+    both = {"backchannelLogout": "false", "frontchannelLogout": "true"}
+    first, second = (backchannel_app(make_app, fault_server, store, **both) for _ in range(2))
+    browser = first.test_client()
+    sign_in_fake(browser, fake, rsa_key)
+    cookie = browser.get_cookie("session")
+    assert cookie is not None
+    elsewhere = second.test_client()  # the same browser, served by the other instance
+    elsewhere.set_cookie("session", cookie.value, domain="localhost")
+    assert elsewhere.get("/me").json == {"identities": {"fake": "user-1"}}
+    path = "/authenticate/fake/frontchannel-logout"
+    foreign = first.test_client().get(
+        path, query_string={"iss": "https://evil.example", "sid": "sid-1"}
+    )
+    assert foreign.status_code == 400
+    assert elsewhere.get("/me").json == {"identities": {"fake": "user-1"}}
+    ended = first.test_client().get(path, query_string={"iss": fake.issuer, "sid": "sid-1"})
+    assert ended.status_code == 200
+    assert elsewhere.get("/me").json == {"identities": {}}

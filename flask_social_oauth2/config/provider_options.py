@@ -131,6 +131,10 @@ class ProviderOptions:
     #: ``hostedDomains``: the ``hd`` claims (lower case) a posted ID token may carry; empty:
     #: any account.
     hosted_domains: frozenset[str] = frozenset()
+    #: ``backchannelLogout``: the provider POSTs logout tokens to ``<url rule>/backchannel-logout``.
+    backchannel_logout: bool = False
+    #: ``frontchannelLogout``: the provider loads ``<url rule>/frontchannel-logout`` in a frame.
+    frontchannel_logout: bool = False
     #: The keys only this provider reads, as its hooks parsed them (their
     #: ``read_options``); ``None`` for most providers.
     own: object = None
@@ -224,6 +228,8 @@ def read_provider_options(
         allowed_tenants=_allowed_tenants(read),
         id_token_sign_in=read.flag("idTokenSignIn"),
         hosted_domains=_hosted_domains(read),
+        backchannel_logout=read.flag("backchannelLogout"),
+        frontchannel_logout=read.flag("frontchannelLogout"),
         own=None if own is None else own(read),
     )
     return options, read.problems

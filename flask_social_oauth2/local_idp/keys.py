@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import base64
 import json
+import secrets
 import threading
+import time
 from typing import Any, get_args
 
 from joserfc import jwt
@@ -13,7 +15,10 @@ from joserfc.jwk import RSAKey
 
 from .models import IdTokenSigning, IdTokenTamper
 
-__all__ = ["SigningKeys"]
+__all__ = ["LOGOUT_EVENT", "SigningKeys"]
+
+#: The event of a Back-Channel Logout 1.0 logout token.
+LOGOUT_EVENT = "http://schemas.openid.net/event/backchannel-logout"
 
 
 def _new_key(kid: str | None = None) -> RSAKey:
@@ -110,3 +115,19 @@ class SigningKeys:
         return jwt.encode(
             header, claims, key, algorithms=[str(header.get("alg"))], default_type=None
         )
+
+    def logout_token(self, issuer: str, client_id: str, *, sub: str | None, sid: str | None) -> str:
+        """A Back-Channel Logout 1.0 logout token for ``client_id``, signed with :attr:`key`
+        like the ID tokens (``typ`` ``logout+jwt``, a fresh ``jti``, two minutes to live)."""
+        now = int(time.time())
+        claims: dict[str, Any] = {
+            "iss": issuer,
+            "aud": client_id,
+            "iat": now,
+            "exp": now + 120,
+            "jti": secrets.token_urlsafe(16),
+            "events": {LOGOUT_EVENT: {}},
+        }
+        claims.update({name: value for name, value in (("sub", sub), ("sid", sid)) if value})
+        header = {"alg": "RS256", "kid": self.kid, "typ": "logout+jwt"}
+        return jwt.encode(header, claims, self.key, algorithms=["RS256"])

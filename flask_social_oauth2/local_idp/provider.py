@@ -243,6 +243,14 @@ class LocalIdentityProvider:
         """The OpenID Connect RP-Initiated Logout endpoint (``end_session_endpoint``)."""
         return f"{self.url}/logout"
 
+    def logout_token(
+        self, client_id: str, *, sub: str | None = None, sid: str | None = None
+    ) -> str:
+        """A Back-Channel Logout 1.0 logout token this provider signs for ``client_id``, ending
+        the sessions of ``sub`` (or of the session ``sid``), to POST to the app's
+        ``<url rule>/backchannel-logout`` as the provider's server would."""
+        return self.keys.logout_token(self.issuer, client_id, sub=sub, sid=sid)
+
     @property
     def api_base_url(self) -> str:
         """The base of the protected API (``customProperties.apiBaseURL``): ``GET me``
@@ -308,6 +316,7 @@ class LocalIdentityProvider:
             claims_supported=sorted(_SUPPORTED_CLAIMS),
         )
         metadata["end_session_endpoint"] = self.end_session_url
+        metadata["backchannel_logout_supported"] = True
         if self._iss_parameter:
             metadata["authorization_response_iss_parameter_supported"] = True
         metadata.validate()

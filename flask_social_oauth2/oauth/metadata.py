@@ -23,6 +23,13 @@ _ENDPOINTS: Final = (
     "end_session_endpoint",
     "pushed_authorization_request_endpoint",
 )
+#: The logout metadata (Back-Channel and Front-Channel Logout 1.0), each ``true`` or not.
+_LOGOUT_FLAGS: Final = (
+    "backchannel_logout_supported",
+    "backchannel_logout_session_supported",
+    "frontchannel_logout_supported",
+    "frontchannel_logout_session_supported",
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +49,12 @@ class ProviderMetadata:
     :param pushed_authorization_request_endpoint: RFC 9126 PAR, where the provider has it.
     :param require_pushed_authorization_requests: Whether the provider takes pushed
         authorization requests only.
+    :param backchannel_logout_supported: OpenID Connect Back-Channel Logout 1.0: the provider
+        posts logout tokens to a client's ``backchannel_logout_uri``.
+    :param backchannel_logout_session_supported: Its logout tokens carry ``sid``.
+    :param frontchannel_logout_supported: OpenID Connect Front-Channel Logout 1.0: the provider
+        loads a client's ``frontchannel_logout_uri`` in a hidden frame.
+    :param frontchannel_logout_session_supported: It adds ``iss`` and ``sid`` to that URI.
     """
 
     issuer: str
@@ -56,6 +69,10 @@ class ProviderMetadata:
     end_session_endpoint: str | None = None
     pushed_authorization_request_endpoint: str | None = None
     require_pushed_authorization_requests: bool = False
+    backchannel_logout_supported: bool = False
+    backchannel_logout_session_supported: bool = False
+    frontchannel_logout_supported: bool = False
+    frontchannel_logout_session_supported: bool = False
 
     @classmethod
     def from_document(cls, provider: str, document: Any) -> ProviderMetadata:
@@ -86,6 +103,7 @@ class ProviderMetadata:
             if isinstance(algorithms, list)
             else None
         )
+        flags = {name: document.get(name) is True for name in _LOGOUT_FLAGS}
         return cls(
             issuer=issuer,
             authorization_endpoint=endpoints["authorization_endpoint"],
@@ -105,6 +123,10 @@ class ProviderMetadata:
                 "require_pushed_authorization_requests"
             )
             is True,
+            backchannel_logout_supported=flags["backchannel_logout_supported"],
+            backchannel_logout_session_supported=flags["backchannel_logout_session_supported"],
+            frontchannel_logout_supported=flags["frontchannel_logout_supported"],
+            frontchannel_logout_session_supported=flags["frontchannel_logout_session_supported"],
         )
 
 

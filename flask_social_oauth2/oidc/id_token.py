@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Final
 from ..config import provider_options
 from ..config.provider_options import ProviderOptions
 from ..config.settings import OAuth2Info, OAuth2Settings
-from ..errors import ConfigurationProblem, DiscoveryError, IdTokenError
+from ..errors import AuthenticationError, ConfigurationProblem, DiscoveryError, IdTokenError
 from ..oauth.flow import safe_error_code
 from ..oauth.metadata import ProviderMetadata, expected_token_issuer
 from . import discovery, tenants
@@ -110,6 +110,56 @@ def _matching_keys(keys: Iterable[Key], algorithm: str, kid: str | None) -> list
     return found
 
 
+def verify_signature(
+    source: Source,
+    token: str,
+    metadata: ProviderMetadata,
+    algorithms: frozenset[str],
+    error: type[AuthenticationError],
+    what: str = "id_token",
+) -> tuple[dict[str, Any], str]:
+    """Verify the signature of a JWT the provider signed (an ID token, a logout token) with a
+    key of its key set, fetched again once when no key matches the ``kid``: a JWS whose
+    algorithm is one of ``algorithms`` (never ``none``, never HMAC).
+
+    :return: Its claims, unchecked, and its algorithm.
+    :raises AuthenticationError: (``error``, naming ``what``) when it fails.
+    :raises DiscoveryError: when the key set cannot be fetched.
+    """
+    from joserfc import jws, jwt
+    from joserfc.errors import BadSignatureError, JoseError
+
+    name = source.provider
+    try:
+        header = jws.extract_compact(token.encode("ascii")).headers()
+    except (JoseError, ValueError, TypeError, UnicodeError):
+        raise error(name, f"{what} is not a signed JWT (JWS compact form)") from None
+    algorithm = header.get("alg")
+    if not isinstance(algorithm, str) or algorithm not in algorithms:
+        shown = safe_error_code(algorithm) if isinstance(algorithm, str) else "<missing>"
+        raise error(name, f"{what} algorithm {shown!r} is not allowed")
+    kid = header.get("kid")
+    if kid is not None and not isinstance(kid, str):
+        raise error(name, f"{what} header's kid is not a string")
+    if metadata.jwks_uri is None:
+        raise DiscoveryError(name, "discovery document has no jwks_uri to verify ID tokens with")
+    candidates = _matching_keys(discovery.signing_keys(source, metadata.jwks_uri), algorithm, kid)
+    if not candidates:
+        keys = discovery.signing_keys(source, metadata.jwks_uri, unknown_kid=True)
+        candidates = _matching_keys(keys, algorithm, kid)
+    if not candidates:
+        raise error(name, f"no key of the provider's key set matches the {what}'s kid")
+    registry = jws.JWSRegistry(algorithms=[algorithm], strict_check_header=False)
+    for key in candidates:
+        try:
+            return dict(jwt.decode(token, key, registry=registry).claims), algorithm
+        except BadSignatureError:
+            continue
+        except (JoseError, ValueError, TypeError) as failure:
+            raise error(name, f"{what} could not be verified ({type(failure).__name__})") from None
+    raise error(name, f"{what} signature is not valid")
+
+
 def verify_id_token(
     source: Source,
     settings: OAuth2Settings,
@@ -137,45 +187,12 @@ def verify_id_token(
     :raises AccessDeniedError: when the token's tenant may not sign in (see :func:`check_claims`).
     :raises DiscoveryError: when the key set cannot be fetched.
     """
-    from joserfc import jws, jwt
-    from joserfc.errors import BadSignatureError, JoseError
-
     name = source.provider
     if not isinstance(id_token, str) or not id_token or len(id_token) > _MAX_ID_TOKEN:
         raise IdTokenError(name, "token response's id_token is missing or not a string")
-    try:
-        header = jws.extract_compact(id_token.encode("ascii")).headers()
-    except (JoseError, ValueError, TypeError, UnicodeError):
-        raise IdTokenError(name, "id_token is not a signed JWT (JWS compact form)") from None
-    algorithm = header.get("alg")
-    if not isinstance(algorithm, str) or algorithm not in allowed_algorithms(options, metadata):
-        shown = safe_error_code(algorithm) if isinstance(algorithm, str) else "<missing>"
-        raise IdTokenError(name, f"id_token algorithm {shown!r} is not allowed")
-    kid = header.get("kid")
-    if kid is not None and not isinstance(kid, str):
-        raise IdTokenError(name, "id_token header's kid is not a string")
-    if metadata.jwks_uri is None:
-        raise DiscoveryError(name, "discovery document has no jwks_uri to verify ID tokens with")
-    candidates = _matching_keys(discovery.signing_keys(source, metadata.jwks_uri), algorithm, kid)
-    if not candidates:
-        keys = discovery.signing_keys(source, metadata.jwks_uri, unknown_kid=True)
-        candidates = _matching_keys(keys, algorithm, kid)
-    if not candidates:
-        raise IdTokenError(name, "no key of the provider's key set matches the id_token's kid")
-    registry = jws.JWSRegistry(algorithms=[algorithm], strict_check_header=False)
-    claims: dict[str, Any] | None = None
-    for key in candidates:
-        try:
-            claims = dict(jwt.decode(id_token, key, registry=registry).claims)
-            break
-        except BadSignatureError:
-            continue
-        except (JoseError, ValueError, TypeError) as error:
-            raise IdTokenError(
-                name, f"id_token could not be verified ({type(error).__name__})"
-            ) from None
-    if claims is None:
-        raise IdTokenError(name, "id_token signature is not valid")
+    claims, _ = verify_signature(
+        source, id_token, metadata, allowed_algorithms(options, metadata), IdTokenError
+    )
     check_claims(
         name,
         settings,

@@ -450,25 +450,25 @@ class OAuth2Provider(SocialProvider):
         return token_requests.revoke(self, info)
 
     def logout_url(
-        self, post_logout_redirect_uri: str | None = None, *, state: str | None = None
+        self,
+        post_logout_redirect_uri: str | None = None,
+        *,
+        state: str | None = None,
+        id_token_hint: str | None = None,
+        logout_hint: str | None = None,
     ) -> str | None:
-        """Where to send the browser to end its session at the provider too (OpenID Connect
-        RP-Initiated Logout 1.0), after :meth:`SocialOAuth2.sign_out
-        <flask_social_oauth2.SocialOAuth2.sign_out>`::
-
-            url = social.provider("google").logout_url("/")
-            return redirect(url or "/")
-
-        The endpoint is ``customProperties.endSessionURL``, else the discovery document's
-        ``end_session_endpoint``. The URL carries ``client_id`` and, when given,
-        ``post_logout_redirect_uri`` (a path is resolved against the request's host, like
-        ``redirectURL``; register it at the provider) and ``state``. No ``id_token_hint`` is
-        sent: the ID token is not kept after sign-in. Needs an app context (a request for a
-        relative ``post_logout_redirect_uri``).
+        """Where to send the browser to end its session at the provider (OpenID Connect
+        RP-Initiated Logout 1.0): the low-level piece of :meth:`SocialOAuth2.logout_redirect
+        <flask_social_oauth2.SocialOAuth2.logout_redirect>`. The endpoint is
+        ``customProperties.endSessionURL``, else the discovered ``end_session_endpoint``; the
+        URL carries ``client_id`` and those of the arguments given (a relative
+        ``post_logout_redirect_uri`` is resolved like ``redirectURL``). Needs an app context.
 
         :return: ``None`` when the provider has no such endpoint.
         """
-        return token_requests.logout_url(self, post_logout_redirect_uri, state)
+        return token_requests.logout_url(
+            self, post_logout_redirect_uri, state, id_token_hint, logout_hint
+        )
 
     def built_in_revocation_url(self) -> str | None:
         """The provider's own revocation endpoint (by default :attr:`default_revocation_url`)."""

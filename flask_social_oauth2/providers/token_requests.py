@@ -282,7 +282,11 @@ def revoke(provider: TokenHolder, info: OAuth2Info) -> bool:
 
 
 def logout_url(
-    provider: TokenHolder, post_logout_redirect_uri: str | None, state: str | None
+    provider: TokenHolder,
+    post_logout_redirect_uri: str | None,
+    state: str | None,
+    id_token_hint: str | None = None,
+    logout_hint: str | None = None,
 ) -> str | None:
     """See :meth:`OAuth2Provider.logout_url <flask_social_oauth2.OAuth2Provider.logout_url>`."""
     configured = provider.options.end_session_url
@@ -292,6 +296,10 @@ def logout_url(
     if configured is None:
         return None
     params = [("client_id", provider.settings.client_id)]
+    if id_token_hint is not None:
+        params.append(("id_token_hint", id_token_hint))
+    if logout_hint is not None:
+        params.append(("logout_hint", logout_hint))
     if post_logout_redirect_uri is not None:
         params.append(("post_logout_redirect_uri", resolve_redirect_uri(post_logout_redirect_uri)))
     if state is not None:

@@ -1,5 +1,7 @@
-"""What a token store keeps of an :class:`~flask_social_oauth2.OAuth2Info`: only what calling
-the API and refreshing need. Never the ID token.
+"""What a token store keeps of an :class:`~flask_social_oauth2.OAuth2Info`: what calling the
+API and refreshing need, and, for a store that asks for it (the SQL store), the ID token, which
+RP-initiated logout sends back to the provider as ``id_token_hint``. The session store never
+keeps the ID token (the session cookie has no room for it).
 
 Besides the tokens, a provider may need short string fields of its token answer for later
 calls (Salesforce's ``instance_url``, Zoho's ``accounts-server`` and ``api_domain``): those are
@@ -38,9 +40,12 @@ def scope_of(info: OAuth2Info) -> str | None:
     return scope if isinstance(scope, str) else None
 
 
-def dump_record(info: OAuth2Info, now: float | None = None) -> bytes:
+def dump_record(
+    info: OAuth2Info, now: float | None = None, *, keep_id_token: bool = False
+) -> bytes:
     """The JSON bytes kept (encrypted) for ``info``, as for :func:`with_expiry`'s result: an
-    ``expires_at`` not set yet is reckoned from ``expires_in`` and ``now`` (default: the time)."""
+    ``expires_at`` not set yet is reckoned from ``expires_in`` and ``now`` (default: the time).
+    With ``keep_id_token``, the ID token of the answer (``params["id_token"]``) is kept too."""
     expires_at = info.expires_at
     if expires_at is None and info.expires_in is not None:
         expires_at = (time.time() if now is None else now) + info.expires_in
@@ -55,6 +60,9 @@ def dump_record(info: OAuth2Info, now: float | None = None) -> bytes:
     }
     if info.dpop_key is not None:  # the key the tokens are bound to (DPoP): kept with them
         record["dpop_key"] = info.dpop_key
+    id_token = info.params.get("id_token")
+    if keep_id_token and isinstance(id_token, str) and id_token:
+        record["id_token"] = id_token
     return COMPACT_JSON.encode(record).encode()
 
 
@@ -77,6 +85,9 @@ def load_record(data: bytes) -> OAuth2Info:
     dpop_key = _optional(record, "dpop_key", str)
     if not all(isinstance(value, str) for value in params.values()):
         raise ValueError("token record field 'params' has the wrong type")
+    id_token = _optional(record, "id_token", str)
+    if id_token is not None:
+        params = {**params, "id_token": id_token}
     return OAuth2Info(
         access_token=access_token,
         token_type=token_type,

@@ -1,11 +1,14 @@
-"""A token store in a SQL database (SQLAlchemy 2 Core): one table of identities."""
+"""A token store in a SQL database (SQLAlchemy 2 Core): one table of identities, whose
+encrypted token record keeps the ID token too (RP-initiated logout sends it back as
+``id_token_hint``)."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, Final, Protocol
 
@@ -19,6 +22,14 @@ from ..config.settings import OAuth2Info
 from ..errors import SignInRequiredError, TokenStoreUnavailableError
 from .identity import Identity
 from .record import scope_of, with_expiry
+from .session_index import IndexedSession
+from .sql_sessions import (
+    LOGOUT_TOKENS_TABLE,
+    SESSIONS_TABLE,
+    SQLSessionIndex,
+    logout_tokens_table,
+    sessions_table,
+)
 from .store import IdentityLocks, Renew, refresh_due, seal, unseal
 
 #: The table's default name.
@@ -53,7 +64,11 @@ class _HasEngine(Protocol):
 
 
 class SQLAlchemyTokenStore:
-    """Tokens encrypted in one table of a SQL database, reached by every process of the app.
+    """Tokens encrypted in one table of a SQL database, reached by every process of the app,
+    and the session index of back-channel and front-channel logout in two more
+    (:class:`~flask_social_oauth2.tokens.session_index.SessionIndex`: ``social_oauth2_sessions``
+    and ``social_oauth2_logout_tokens``, or ``<table_name>_sessions`` and
+    ``<table_name>_logout_tokens`` beside another table name).
 
     One refresh at a time per identity: within a process by a lock, across processes by the
     database (``SELECT ... FOR UPDATE`` on PostgreSQL, ``BEGIN IMMEDIATE`` on SQLite).
@@ -69,7 +84,16 @@ class SQLAlchemyTokenStore:
         self, url_or_engine: str | URL | Engine | _HasEngine, *, table_name: str = TABLE_NAME
     ) -> None:
         self._source = url_or_engine
-        self.table = identities_table(sa.MetaData(), table_name)
+        metadata = sa.MetaData()
+        self.table = identities_table(metadata, table_name)
+        own = table_name == TABLE_NAME
+        self.index = SQLSessionIndex(
+            sessions_table(metadata, SESSIONS_TABLE if own else f"{table_name}_sessions"),
+            logout_tokens_table(
+                metadata, LOGOUT_TOKENS_TABLE if own else f"{table_name}_logout_tokens"
+            ),
+            self._transaction,
+        )
         # Built once: a select built per call would compute its cache key again on every load,
         # and a load comes with every API call of a stored identity.
         self._load_query = sa.select(self.table.c.tokens).where(
@@ -127,6 +151,12 @@ class SQLAlchemyTokenStore:
             except SignInRequiredError as refused:
                 self._clear_tokens(connection, provider, key)
                 raise _Committed(refused) from None
+            kept_id_token = current.params.get("id_token")
+            if kept_id_token is not None and "id_token" not in renewed.params:
+                # a refresh answer without an ID token: the sign-in's stays the hint for logout
+                renewed = dataclasses.replace(
+                    renewed, params={**renewed.params, "id_token": kept_id_token}
+                )
             self._write(connection, provider, key, renewed)
             return renewed
 
@@ -171,6 +201,30 @@ class SQLAlchemyTokenStore:
             ).all()
         return [Identity(row.provider, row.provider_key, user_id) for row in rows]
 
+    # -- the session index (see SessionIndex) ------------------------------------------------
+
+    def record_session(self, session: IndexedSession) -> None:
+        """See :meth:`.SessionIndex.record_session`."""
+        self.index.record_session(session)
+
+    def take_ended_sessions(self, local_ids: Sequence[str]) -> list[IndexedSession]:
+        """See :meth:`.SessionIndex.take_ended_sessions`: one query by primary key."""
+        return self.index.take_ended_sessions(local_ids)
+
+    def session_algorithms(
+        self, provider: str, iss: str, sub: str | None, sid: str | None
+    ) -> frozenset[str]:
+        """See :meth:`.SessionIndex.session_algorithms`."""
+        return self.index.session_algorithms(provider, iss, sub, sid)
+
+    def end_sessions(self, provider: str, iss: str, sub: str | None, sid: str | None) -> int:
+        """See :meth:`.SessionIndex.end_sessions`."""
+        return self.index.end_sessions(provider, iss, sub, sid)
+
+    def remember_logout_token(self, iss: str, jti: str, expires_at: float) -> bool:
+        """See :meth:`.SessionIndex.remember_logout_token`."""
+        return self.index.remember_logout_token(iss, jti, expires_at)
+
     # -- rows -------------------------------------------------------------------------------
 
     def _identity(self, provider: str, key: str) -> tuple[sa.ColumnElement[bool], ...]:
@@ -178,7 +232,7 @@ class SQLAlchemyTokenStore:
 
     def _write(self, connection: Connection, provider: str, key: str, info: OAuth2Info) -> None:
         values = {
-            "tokens": seal(info),
+            "tokens": seal(info, keep_id_token=True),
             "expires_at": info.expires_at,
             "scope": scope_of(info),
             "updated_at": time.time(),
@@ -231,12 +285,7 @@ class SQLAlchemyTokenStore:
             if self._engine is None:
                 self._engine = _engine_of(self._source)
             if not self._ready:
-                try:
-                    self.table.metadata.create_all(self._engine, checkfirst=True)
-                except sa.exc.DBAPIError:
-                    # another process created it between the check and the CREATE
-                    if not sa.inspect(self._engine).has_table(self.table.name):
-                        raise
+                _create_tables(self._engine, self.table.metadata)
                 self._ready = True
             return self._engine
 
@@ -293,6 +342,22 @@ def _unavailable(provider: str, error: sa.exc.DBAPIError) -> TokenStoreUnavailab
     return TokenStoreUnavailableError(
         provider, f"the token store's database failed ({type(error.orig).__name__})"
     )
+
+
+def _create_tables(engine: Engine, metadata: sa.MetaData, attempts: int = 3) -> None:
+    """Create the store's tables that are missing. Another process may be creating them at
+    the same moment: a CREATE that fails is tried again (each try skips the tables there by
+    then), and the last failure counts only when a table is still missing."""
+    for attempt in range(attempts):
+        try:
+            metadata.create_all(engine, checkfirst=True)
+            return
+        except sa.exc.DBAPIError:
+            inspector = sa.inspect(engine)
+            if all(inspector.has_table(name) for name in metadata.tables):
+                return
+            if attempt == attempts - 1:
+                raise
 
 
 def _engine_of(source: str | URL | Engine | _HasEngine) -> Engine:

@@ -90,10 +90,11 @@ def current_cipher() -> TokenCipher:
     return app_cipher(current_app.config)
 
 
-def seal(info: OAuth2Info) -> str:
+def seal(info: OAuth2Info, *, keep_id_token: bool = False) -> str:
     """``info``'s record (``expires_at`` reckoned from ``expires_in`` when not set, see
-    :func:`~.record.dump_record`), encrypted with the current app's first key."""
-    return current_cipher().encrypt(dump_record(info))
+    :func:`~.record.dump_record`; the ID token too with ``keep_id_token``), encrypted with the
+    current app's first key."""
+    return current_cipher().encrypt(dump_record(info, keep_id_token=keep_id_token))
 
 
 def unseal(provider: str, key: str, sealed: str) -> OAuth2Info:

@@ -10,23 +10,27 @@ from markupsafe import escape
 from ..errors import ConfigurationProblem
 from .state_cookie import FLOW_PAGE_HEADERS
 
-ERROR_PAGE: Final = """<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>Sign-in failed</title>
+#: A fixed page of the extension: its ``{title}``, and a ``{message}``.
+PAGE: Final = """<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>{title}</title>
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <style>body{{font:16px/1.5 system-ui,sans-serif;max-width:32rem;margin:4rem auto;
 padding:0 1rem;color:#222}}h1{{font-size:1.4rem}}a{{color:#0b57d0}}</style></head>
-<body><h1>Sign-in failed</h1><p>{message}</p>
+<body><h1>{title}</h1><p>{message}</p>
 <p><a href="/">Back to the start page</a></p></body></html>
 """
+#: The page of a failed sign-in, with its ``{message}``.
+ERROR_PAGE: Final = PAGE.replace("{title}", "Sign-in failed")
 ERROR_PAGE_POLICY: Final = (
     "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'"
 )
 
 
-def error_page(message: str, status: int) -> Response:
-    """The fixed page of a failed sign-in: ``message`` (escaped) and ``status``, with a CSP
-    that loads nothing and the flow's page headers."""
-    response = make_response(ERROR_PAGE.format(message=escape(message)), status)
+def error_page(message: str, status: int, *, title: str = "Sign-in failed") -> Response:
+    """The fixed page of a failed sign-in (or sign-out: ``title``): ``message`` (escaped) and
+    ``status``, with a CSP that loads nothing and the flow's page headers."""
+    page = PAGE.format(title=escape(title), message=escape(message))
+    response = make_response(page, status)
     response.headers["Content-Security-Policy"] = ERROR_PAGE_POLICY
     for header, value in FLOW_PAGE_HEADERS.items():
         response.headers.setdefault(header, value)

@@ -18,6 +18,9 @@
 //   POST /__dpop/rotate      a new DPoP nonce secret: every nonce handed out so far stops working
 //   GET  /interaction/:uid   the automatic sign-in and consent (no page): the fixed account signs
 //                            in and grants everything asked; login_hint=deny answers access_denied
+// RP-Initiated Logout's confirmation page is a bare form whose hidden fields already say "yes"
+// (a browser without scripts posts it as it is), and Back-Channel Logout is on: a client with a
+// backchannel_logout_uri gets a logout token there when the session ends.
 
 import * as crypto from 'node:crypto';
 import * as http from 'node:http';
@@ -157,6 +160,16 @@ const provider = new Provider(issuer, {
     },
     userinfo: { enabled: true },
     revocation: { enabled: true },
+    rpInitiatedLogout: {
+      enabled: true,
+      logoutSource: (ctx, form) => {
+        ctx.type = 'html';
+        ctx.body = `<!doctype html><html><body>${
+          form.replace('</form>', '<input type="hidden" name="logout" value="yes"/></form>')
+        }</body></html>`;
+      },
+    },
+    backchannelLogout: { enabled: true },
     introspection: { enabled: true },
     // `resource=<issuer>/api` (any path under it) gives a JWT access token for that audience;
     // without `resource` the access token is opaque and good for the userinfo endpoint.
@@ -173,6 +186,12 @@ const provider = new Provider(issuer, {
     },
   },
   interactions: { url: (_ctx, interaction) => `/interaction/${interaction.uid}` },
+  // The app the tests serve is on loopback, which oidc-provider's SSRF guard refuses to reach
+  // (its back-channel logout POST); this test-only server drops the guard's dispatcher.
+  fetch: (url, options) => {
+    const { dispatcher: _guard, ...rest } = options;
+    return globalThis.fetch(url, rest);
+  },
   findAccount: (_ctx, sub) => (sub === account.sub
     ? { accountId: sub, claims: () => ({ ...account }) }
     : undefined),
@@ -230,6 +249,10 @@ provider.use(async (ctx, next) => {
 // oidc-provider logs its own errors through events; the tests read the log instead.
 provider.on('server_error', (_ctx, error) => {
   process.stderr.write(`server_error: ${error?.stack ?? error}\n`);
+});
+
+provider.on('backchannel.error', (_ctx, error, clientId) => {
+  process.stderr.write(`backchannel.error ${clientId?.clientId ?? clientId}: ${error?.cause ?? error}\n`);
 });
 
 server.on('request', provider.callback());

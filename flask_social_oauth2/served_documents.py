@@ -45,9 +45,11 @@ def jwks_view(provider: str) -> ResponseReturnValue:
     """``GET <url rule>/jwks.json``: the public JWK set of a block that signs its client
     authentication with a private key, for the provider to fetch; 404 for any other."""
     selected = current_runtime().find_provider(provider)
-    if not isinstance(selected, OAuth2Provider):
+    if selected is None:
         abort(404)
-    jwks = client_auth.public_jwks(selected.settings, selected.options)
+    # a provider of another kind than OAuth2Provider has its block parsed here
+    options = selected.options if isinstance(selected, OAuth2Provider) else None
+    jwks = client_auth.public_jwks(selected.settings, options)
     if jwks is None:
         abort(404)
     response = jsonify(jwks)

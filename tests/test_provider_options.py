@@ -14,6 +14,7 @@ from flask_social_oauth2 import SocialOAuth2
 from flask_social_oauth2.config import provider_options
 from flask_social_oauth2.config.provider_options import (
     SAFE_ALGORITHMS,
+    PropertyReader,
     ProviderOptions,
     read_provider_options,
 )
@@ -191,6 +192,32 @@ def test_every_wrong_value_is_listed_and_the_record_keeps_its_defaults() -> None
     assert (options.dpop, options.id_token_leeway, options.response_mode) == (False, 60, None)
     assert options.pushed_authorization == "auto"
     assert options.title == "T"
+
+
+def test_the_reader_reads_each_kind_of_value() -> None:
+    settings = OAuth2Settings.from_config(
+        valid_block(
+            customProperties={
+                "list": " a  b ",
+                "on": "true",
+                "odd": "TRUE",
+                "url": "http://example.test/x",
+                "pick": "c",
+            }
+        )
+    )
+    read = PropertyReader(settings)
+    assert (read.words("list"), read.words("missing")) == (("a", "b"), ())
+    assert (read.flag("on"), read.flag("missing"), read.is_true("odd")) == (True, False, False)
+    assert read.text("missing") is None
+    assert read.url("url") == "http://example.test/x"
+    assert read.choice("pick", ("a", "b")) is None
+    assert [problem.key for problem in read.problems] == [
+        "customProperties.url",
+        "customProperties.pick",
+    ]
+    read.flag("odd")
+    assert str(read.problems[-1]) == "key 'customProperties.odd': must be true or false"
 
 
 def test_unknown_keys_are_kept_in_the_settings_and_ignored() -> None:

@@ -194,6 +194,10 @@ class PropertyReader:
             self.problem(key, "must be true or false")
         return value == "true"
 
+    def words(self, key: str) -> tuple[str, ...]:
+        """A space-separated list; empty when left out."""
+        return tuple((self.properties.get(key) or "").split())
+
     def is_true(self, key: str) -> bool:
         """Whether the value is ``"true"``; anything else is off (a key never checked)."""
         return self.properties.get(key) == "true"

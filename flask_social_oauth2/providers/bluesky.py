@@ -10,6 +10,7 @@ import dataclasses
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final, TypeAlias
 from urllib.parse import quote, urlencode, urlsplit
 
@@ -188,12 +189,11 @@ class BlueskyHooks(ProviderHooks):
         if published:
             client_id = read.settings.client_id
             read.problems.extend(atproto.client_id_problems(client_id, read.text("clientURI")))
-        shown = {key: read.text(key) for key in DISPLAY_FIELDS}
         return BlueskyOptions(
             handle_resolver=read.text("handleResolver"),
             plc_url=read.text("plcURL") or atproto.DEFAULT_PLC_URL,
             dns_resolver=nameserver,
-            display={key: value for key, value in shown.items() if value},
+            display=MappingProxyType({k: v for k in DISPLAY_FIELDS if (v := read.text(k))}),
         )
 
     def settings_problems(

@@ -7,7 +7,7 @@ themselves, with the app's timeout and size cap.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Final
+from typing import Any
 
 from ..config.provider_options import ProviderOptions
 from ..config.settings import OAuth2Info, OAuth2Settings
@@ -30,8 +30,6 @@ __all__ = ["ProviderClient", "TokenAuthMethod", "document_source"]
 #: :data:`~flask_social_oauth2.oauth.client_auth.ClientAuthMethod` now.
 TokenAuthMethod = ClientAuthMethod
 BodyWith = Callable[[Sequence[tuple[str, str]]], str]
-#: The ``customProperties`` key that turns DPoP on.
-DPOP_KEY: Final = "dpop"
 
 
 class ProviderClient:

@@ -291,7 +291,7 @@ class ProviderFacts:
         return FactsOptions(
             user_agent=read.text("userAgent"),
             emails_url=read.text("emailsURL"),
-            accounts_servers=tuple((read.text("accountsServers") or "").split()),
+            accounts_servers=read.words("accountsServers"),
             profile_params=MappingProxyType(
                 {key: value for key, value in named.items() if value is not None}
             ),

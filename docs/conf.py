@@ -28,7 +28,7 @@ autodoc_default_options = {"members": True, "show-inheritance": True}
 nitpicky = True
 INTERNAL_MODULES = (
     "checks|cli|config|oauth|oidc|web|accounts|options|providers|pytest_plugin|runtime"
-    "|urls|local_idp|served_documents"
+    "|urls|local_idp|routes"
 )
 nitpick_ignore_regex = [
     (r"py:.*", r"(collections|abc|typing|types|datetime|pathlib|logging|http|enum|contextlib)\..*"),

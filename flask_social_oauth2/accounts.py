@@ -13,7 +13,7 @@ import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
 
-from flask import Blueprint, Flask, Response, abort, current_app, g, has_request_context, session
+from flask import Flask, Response, current_app, g, has_request_context, session
 
 from . import signals
 from .errors import AuthenticationError, ConfigurationProblem, SocialOAuth2Error
@@ -23,7 +23,6 @@ from .runtime import current_runtime
 # are imported where they are used, so that importing the extension stays cheap.
 if TYPE_CHECKING:
     from .config.settings import OAuth2Info
-    from .providers.oauth2 import OAuth2Provider
     from .tokens.identity import Identity, IdentityStore
     from .tokens.session_index import SessionIndex
     from .tokens.store import TokenStore
@@ -306,20 +305,6 @@ def _revoke(provider: str, key: str) -> None:
 # -- the routes and the hook of sign-out ---------------------------------------------------------
 
 
-def mount_logout_routes(blueprint: Blueprint, rule: str) -> None:
-    """Mount ``GET <url rule>/logged-out`` (the return of RP-initiated logout),
-    ``POST <url rule>/backchannel-logout`` (Back-Channel Logout 1.0) and
-    ``GET <url rule>/frontchannel-logout`` (Front-Channel Logout 1.0)."""
-    blueprint.add_url_rule(f"{rule}/logged-out", "logged_out", _logged_out_view)
-    blueprint.add_url_rule(
-        f"{rule}/backchannel-logout",
-        "backchannel_logout",
-        _backchannel_view,
-        methods=["POST"],
-    )
-    blueprint.add_url_rule(f"{rule}/frontchannel-logout", "frontchannel_logout", _frontchannel_view)
-
-
 def logout_problems(
     providers: Mapping[str, SocialProvider], store: object
 ) -> list[ConfigurationProblem]:
@@ -366,41 +351,3 @@ def watch_provider_logouts(app: Flask) -> None:
     if isinstance(state.token_store, SessionIndex):
         state.session_index = state.token_store
         app.before_request(check_ended_sessions)
-
-
-def _turned_on_provider(name: str, key: str) -> tuple[OAuth2Provider, SessionIndex]:
-    """The provider ``name`` and the session index, when its block turns ``key`` on; else 404."""
-    from .providers.oauth2 import OAuth2Provider
-    from .web.logout import turned_on
-
-    state = current_runtime()
-    selected = state.providers.get(name)
-    index = state.session_index
-    if not isinstance(selected, OAuth2Provider) or index is None:
-        abort(404)
-    if not turned_on(selected.options, key):
-        abort(404)
-    return selected, index
-
-
-def _backchannel_view(provider: str) -> Response:
-    from .web.backchannel import backchannel_logout
-    from .web.logout import BACKCHANNEL_KEY
-
-    return backchannel_logout(*_turned_on_provider(provider, BACKCHANNEL_KEY))
-
-
-def _frontchannel_view(provider: str) -> Response:
-    from .web.frontchannel import frontchannel_logout
-    from .web.logout import FRONTCHANNEL_KEY
-
-    return frontchannel_logout(*_turned_on_provider(provider, FRONTCHANNEL_KEY))
-
-
-def _logged_out_view(provider: str) -> Response:
-    from .web.logout import logged_out
-
-    state = current_runtime()
-    if provider not in state.providers:
-        abort(404)
-    return logged_out(provider, state.state_cookies)

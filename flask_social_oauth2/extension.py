@@ -11,31 +11,24 @@ from flask import (
     Blueprint,
     Flask,
     Response,
-    abort,
     current_app,
     has_request_context,
-    jsonify,
-    make_response,
-    request,
-    session,
 )
 from flask.typing import ResponseReturnValue
 
-from . import accounts, signals
+from . import accounts
 from .errors import (
     AuthenticationError,
     ConfigurationError,
     ConfigurationProblem,
-    InvalidCallbackError,
     SignInRequiredError,
     SocialOAuth2Error,
     UnknownProviderError,
 )
+from .routes.sign_in import SignInHandlers, next_url
 from .runtime import EXTENSION_KEY, Runtime, current_runtime
-from .web.callback import finished_flow, read_posted_code
-from .web.pages import error_page, misconfigured_page
 from .web.start_confirmation import StartConfirmation
-from .web.state_cookie import FLOW_PAGE_HEADERS, StateCookieStore, app_scope
+from .web.state_cookie import StateCookieStore, app_scope
 
 # Importing this module stays cheap (the figure README.md gives): the providers, the flow, the
 # token stores and the configuration readers are imported where init_app or a request needs them.
@@ -80,8 +73,7 @@ class SocialOAuth2:
         provider_classes: Mapping[str, type[SocialProvider]] | None = None,
     ) -> None:
         self._provider_classes = dict(provider_classes or {})
-        self._on_authenticated: AuthenticatedHandler | None = None
-        self._on_error: ErrorHandler | None = None
+        self._handlers = SignInHandlers()
         self._domain_loader: Callable[[str], str | None] | None = None
         self._provider_loader: ProviderLoader | None = None
         if app is not None:
@@ -95,7 +87,6 @@ class SocialOAuth2:
         :raises ConfigurationError: listing every problem of every block.
         :raises SocialOAuth2Error: when the extension is already set up on ``app``.
         """
-        from . import served_documents
         from .checks import (
             REPORTED_BY_CHECK,
             check_redirect_urls_once,
@@ -107,6 +98,8 @@ class SocialOAuth2:
         from .config.email_domains import domains_by_block
         from .options import DEFAULTS, read_options
         from .providers.buttons import install as install_buttons
+        from .routes import documents
+        from .routes.logout import mount_logout_routes
         from .web.loaded_providers import LoadedProviders
 
         if EXTENSION_KEY in app.extensions:
@@ -137,16 +130,14 @@ class SocialOAuth2:
             raise ConfigurationError(problems)
         rule = options.rule
         blueprint = Blueprint("social_oauth2", __name__, template_folder="web/templates")
+        blueprint.add_url_rule(rule, "authenticate", self._handlers.view, methods=["GET", "POST"])
+        blueprint.add_url_rule(f"{rule}/jwks.json", "jwks", documents.jwks_view)
         blueprint.add_url_rule(
-            rule, "authenticate", self._authenticate_view, methods=["GET", "POST"]
-        )
-        blueprint.add_url_rule(f"{rule}/jwks.json", "jwks", served_documents.jwks_view)
-        blueprint.add_url_rule(
-            f"{rule}/client-metadata.json", "client_metadata", served_documents.client_metadata_view
+            f"{rule}/client-metadata.json", "client_metadata", documents.client_metadata_view
         )
         install_buttons(blueprint, options.sign_in_page)
 
-        accounts.mount_logout_routes(blueprint, rule)
+        mount_logout_routes(blueprint, rule)
         app.register_blueprint(blueprint)
         scope = app_scope(app.import_name, rule)
         app.extensions[EXTENSION_KEY] = Runtime(
@@ -188,7 +179,7 @@ class SocialOAuth2:
                 del app.extensions[EXTENSION_KEY]
                 raise ConfigurationError(early_problems)
             app.before_request(check_redirect_urls_once)
-        app.register_error_handler(AuthenticationError, self._handle_authentication_error)
+        app.register_error_handler(AuthenticationError, self._handlers.handle_error)
         warning = untrusted_host_warning(app, providers)
         if warning is not None:
             logger.warning("%s", warning, extra={REPORTED_BY_CHECK: True})
@@ -433,8 +424,7 @@ class SocialOAuth2:
     def next_url(self, default: str = "/") -> str:
         """Where to send the user after the sign-in this request finished: the ``next`` path
         given when it started (checked to be same-origin), else ``default``."""
-        pending = finished_flow()
-        return pending.next_url if pending is not None and pending.next_url else default
+        return next_url(default)
 
     def check_app(self, app: Flask | None = None) -> list[ConfigurationProblem]:
         """Check the specification's redirect URL rule against the app's routes now.
@@ -456,7 +446,7 @@ class SocialOAuth2:
         Without one, the profile's fields are kept in the session under
         ``SOCIAL_OAUTH2_SESSION_KEY`` and the user is sent to :meth:`next_url`.
         """
-        self._on_authenticated = handler
+        self._handlers.authenticated = handler
         return handler
 
     def on_error(self, handler: _H) -> _H:
@@ -465,139 +455,11 @@ class SocialOAuth2:
 
         Without one, a small page with a fixed message and the error's 4xx/5xx status.
         """
-        self._on_error = handler
+        self._handlers.error = handler
         return handler
-
-    # -- the route ---------------------------------------------------------------------------
-
-    def _authenticate_view(self, provider: str) -> ResponseReturnValue:
-        state = current_runtime()
-        selected = state.find_provider(provider)
-        if selected is None:
-            abort(404)
-        if state.redirect_problems:
-            problems = [p for p in state.redirect_problems if p.provider == selected.name]
-            if problems:
-                return misconfigured_page(problems)
-        if not current_app.secret_key:
-            missing = ConfigurationProblem(
-                None, "SECRET_KEY", "is not set: the state cookie needs it"
-            )
-            logger.error("%s", missing)
-            return misconfigured_page([missing])
-        posted_id_token = request.method == "POST" and _takes_id_token(selected)
-        posted_json = (
-            request.method == "POST"
-            and not posted_id_token
-            and not _has_form_post_callback(selected)
-            and not StartConfirmation.is_posted()
-        )
-        try:
-            if posted_id_token:
-                info = _finish_id_token_sign_in(selected, state)
-            elif posted_json:
-                info = _exchange_posted_code(selected)
-            else:
-                result = selected.authenticate()
-                if isinstance(result, Response):
-                    return result
-                info = result
-            profile = selected.retrieve_profile(info)
-        except AuthenticationError as error:
-            return self._respond_to_error(selected.name, error)
-        except ConfigurationError as error:  # found only now, e.g. in the provider's metadata
-            for problem in error.problems:
-                logger.error("%s", problem)
-            return misconfigured_page(list(error.problems))
-        return self._respond_to_success(selected, info, profile, answer_json=posted_json)
-
-    def _handle_authentication_error(self, error: AuthenticationError) -> ResponseReturnValue:
-        return self._respond_to_error(error.provider, error)
-
-    def _respond_to_error(self, provider_name: str, error: AuthenticationError) -> Response:
-        app = current_app._get_current_object()  # type: ignore[attr-defined]
-        logger.warning("sign-in failed: %s", error)
-        signals.authentication_failed.send(app, provider_name=provider_name, error=error)
-        if self._on_error is not None:
-            response = make_response(self._on_error(provider_name, error))
-            for header, value in FLOW_PAGE_HEADERS.items():
-                response.headers.setdefault(header, value)
-            return response
-        if current_runtime(app).sign_in_page is not None:
-            from .providers.buttons import show_sign_in_page
-
-            return show_sign_in_page(error.public_message, error.status_code)
-        return error_page(error.public_message, error.status_code)
-
-    def _respond_to_success(
-        self,
-        provider: SocialProvider,
-        info: OAuth2Info,
-        profile: SocialProfile,
-        *,
-        answer_json: bool,
-    ) -> Response:
-        app = current_app._get_current_object()  # type: ignore[attr-defined]
-        try:
-            accounts.remember_sign_in(provider.name, profile.provider_key, info)
-        except AuthenticationError as error:
-            return self._respond_to_error(provider.name, error)
-        signals.authenticated.send(app, provider=provider, info=info, profile=profile)
-        if self._on_authenticated is not None:
-            response = make_response(self._on_authenticated(provider, info, profile))
-            for header, value in FLOW_PAGE_HEADERS.items():
-                response.headers.setdefault(header, value)
-            return response
-        session[current_runtime(app).session_key] = profile.to_dict()
-        target = self.next_url()
-        if answer_json:  # a client-side framework's POST; a form-post callback ends as a GET
-            response = jsonify(signed_in=True, provider=provider.name, next=target)
-        else:
-            response = app.response_class(status=302)
-            response.headers["Location"] = target
-        headers = response.headers
-        for header, value in FLOW_PAGE_HEADERS.items():  # a response of ours: none of them yet
-            headers.add(header, value)
-        return response
 
 
 def _is_oauth2(provider: object) -> TypeGuard[OAuth2Provider]:
     from .providers.oauth2 import OAuth2Provider  # imported by init_app: a lookup in sys.modules
 
     return isinstance(provider, OAuth2Provider)
-
-
-def _has_form_post_callback(provider: SocialProvider) -> bool:
-    """Whether ``provider``'s callback is a form ``POST`` (``response_mode=form_post``: Apple,
-    or a block's ``customProperties.responseMode``), read by its own
-    :meth:`~SocialProvider.authenticate`."""
-    return _is_oauth2(provider) and provider.uses_form_post()
-
-
-def _takes_id_token(provider: SocialProvider) -> bool:
-    from .web.id_token_sign_in import is_posted  # imported by init_app: a lookup
-
-    return _is_oauth2(provider) and is_posted(provider.options)
-
-
-def _finish_id_token_sign_in(provider: SocialProvider, runtime: Runtime) -> OAuth2Info:
-    from .web.id_token_sign_in import finish  # see web/id_token_sign_in.py
-
-    assert _is_oauth2(provider)
-    return finish(provider, runtime)
-
-
-def _exchange_posted_code(provider: SocialProvider) -> OAuth2Info:
-    """``POST /authenticate/<provider>`` with ``{"code": "...", "code_verifier": "..."}`` from a
-    client-side framework (see :func:`~flask_social_oauth2.web.callback.read_posted_code`);
-    accepted only for providers without ``authorizationURL``, whose flow the browser ran."""
-    from .web import sign_in
-
-    if not _is_oauth2(provider) or provider.settings.authorization_url is not None:
-        raise InvalidCallbackError(
-            provider.name,
-            "POST is only for providers used with a client-side framework (no authorizationURL)",
-            status_code=405,
-        )
-    code, verifier = read_posted_code(provider.name)
-    return sign_in.finish_posted_code(provider, code, verifier)

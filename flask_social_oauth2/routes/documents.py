@@ -9,12 +9,12 @@ from typing import Any, Final
 from flask import abort, jsonify
 from flask.typing import ResponseReturnValue
 
-from .config.provider_options import ProviderOptions
-from .config.settings import OAuth2Settings
-from .oauth import client_auth
-from .providers.oauth2 import OAuth2Provider
-from .runtime import current_runtime
-from .web.logout import logout_route_url, registered_logout_urls
+from ..config.provider_options import ProviderOptions
+from ..config.settings import OAuth2Settings
+from ..oauth import client_auth
+from ..providers.oauth2 import OAuth2Provider
+from ..runtime import current_runtime
+from ..web.logout import logout_route_url, registered_logout_urls
 
 #: ``Cache-Control`` of the public documents served for providers to fetch (JWK set, client
 #: metadata): shared caches may keep them five minutes, so a changed key or redirect URI is

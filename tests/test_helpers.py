@@ -31,6 +31,7 @@ SUPPORT_MODULES: Final = {
     "oidc_provider_server": "panva's oidc-provider on loopback (PAR, DPoP, JWT client auth)",
     "atproto_server": "the AT Protocol reference PDS and a PLC directory on loopback (Bluesky)",
     "dns_server": "a real DNS server on loopback answering TXT records (Bluesky handles)",
+    "vendor_brand_marks": "fetches the sign-in buttons' brand marks from the CC0 icon packages",
 }
 
 #: A child that ignores Ctrl-C and SIGTERM, as a wedged server would.

@@ -9,7 +9,7 @@ built-in provider's brand, Bluesky's handle form, a block's ID-token sign-in.
 from __future__ import annotations
 
 import secrets
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Final, TypeGuard
 from urllib.parse import quote
 
@@ -107,7 +107,22 @@ def _csp_nonce() -> str | None:
     return nonce if isinstance(nonce, str) and nonce else None
 
 
-def _button(runtime: Runtime, provider: SocialProvider, next_path: str | None, text: Any) -> Markup:
+def _route_paths(runtime: Runtime) -> Callable[[str], str]:
+    """The path of the sign-in route for a provider name, built by ``url_for`` once per call
+    and filled in per name (as Werkzeug quotes a path segment): a page of buttons would feel
+    one ``url_for`` per button."""
+    marker = "__social_oauth2_provider__"
+    prefix, _, suffix = url_for(runtime.endpoint, provider=marker).partition(marker)
+    return lambda name: prefix + quote(name, safe="!$&'()*+,/:;=@") + suffix
+
+
+def _button(
+    runtime: Runtime,
+    provider: SocialProvider,
+    next_path: str | None,
+    text: Any,
+    route_path: Callable[[str], str],
+) -> Markup:
     name = provider.name
     kind = _kind(provider)
     brand = BRANDS.get(kind) if kind else None
@@ -122,9 +137,9 @@ def _button(runtime: Runtime, provider: SocialProvider, next_path: str | None, t
             csp_nonce=_csp_nonce(),
         )
     if kind in HANDLE_PROVIDERS:
-        action = url_for(runtime.endpoint, provider=name)
+        action = route_path(name)
         return buttons.handle_form(name, brand, title, action, next_path, wording)
-    href = url_for(runtime.endpoint, provider=name)
+    href = route_path(name)
     if next_path:  # encoded here as url_for would, at a fraction of its cost
         href = f"{href}?next={quote(next_path, safe='/')}"
     return buttons.link_button(name, brand, title, href, wording)
@@ -149,7 +164,7 @@ def social_sign_in_button(name: str, next: str | None = None, text: str | None =
             f"provider {name!r} has no sign-in button: it has no authorizationURL, so its"
             " sign-in runs in the browser (a client-side framework POSTs the code)"
         )
-    return _button(runtime, provider, safe_next_path(next), text)
+    return _button(runtime, provider, safe_next_path(next), text, _route_paths(runtime))
 
 
 def social_sign_in_buttons(next: str | None = None) -> Markup:
@@ -158,8 +173,9 @@ def social_sign_in_buttons(next: str | None = None) -> Markup:
     framework runs: they have no ``authorizationURL``)."""
     runtime = current_runtime()
     next_path = safe_next_path(next)
+    route_path = _route_paths(runtime)
     inner = Markup("").join(
-        _button(runtime, provider, next_path, None)
+        _button(runtime, provider, next_path, None, route_path)
         for provider in runtime.providers.values()
         if _has_button(provider)
     )

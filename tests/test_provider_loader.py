@@ -14,6 +14,8 @@ from typing import Any
 
 import pytest
 import sqlalchemy as sa
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import ec
 from flask import Flask, session
 from helpers import (
     ALICE,
@@ -376,6 +378,9 @@ def test_build_provider_takes_a_settings_record_and_a_kind(make_app: MakeApp) ->
         assert type(github) is BUILTIN_PROVIDERS["github"]
         assert type(mine) is OAuth2Provider
         assert github.settings is settings
+        with pytest.raises(ConfigurationError) as apple:
+            social.build_provider("acme-gh", settings, kind="apple")  # the class's own checks
+        assert "key 'customProperties.teamID': is required" in str(apple.value)
         for kind in ("os:system", dict):
             with pytest.raises(ConfigurationError, match="kind"):
                 social.build_provider("acme-gh", settings, kind=kind)  # type: ignore[arg-type]
@@ -601,6 +606,31 @@ def test_check_and_providers_take_a_loaded_name(
     broken = runner.invoke(social_cli, ["check", "--provider", "acme"])
     assert broken.exit_code == 1
     assert "key 'colour'" in broken.stderr
+
+
+def test_a_loaded_block_signing_with_a_private_key_serves_its_public_key_set(
+    make_app: MakeApp, customers: dict[str, LocalIdentityProvider]
+) -> None:
+    app, tenants = tenant_app(make_app, customers)
+    key = ec.generate_private_key(ec.SECP256R1())
+    pem = key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption(),
+    ).decode("ascii")
+    tenants.blocks["acme"] = customer_block(
+        customers["acme"],
+        "acme",
+        clientSecret=pem,
+        customProperties={"tokenEndpointAuthMethod": "private_key_jwt", "keyID": "acme-1"},
+    )
+    served = app.test_client().get("/authenticate/acme/jwks.json")
+    assert served.status_code == 200
+    assert served.json is not None
+    (jwk,) = served.json["keys"]
+    assert (jwk["kid"], jwk["kty"], jwk["crv"]) == ("acme-1", "EC", "P-256")
+    assert "d" not in jwk
+    assert app.test_client().get("/authenticate/globex/jwks.json").status_code == 404
 
 
 def test_forget_provider_in_a_request_drops_the_answer(

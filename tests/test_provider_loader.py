@@ -16,7 +16,7 @@ import pytest
 import sqlalchemy as sa
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
-from flask import Flask, session
+from flask import Flask, current_app, session
 from helpers import (
     ALICE,
     CLIENT_ID,
@@ -476,6 +476,34 @@ def test_a_ttl_of_zero_keeps_nothing() -> None:
     loaded.get("a")
     assert loader.calls == ["a", "a"]
     assert len(loaded) == 0
+
+
+def test_one_extension_on_two_apps_shares_its_loader_and_each_app_keeps_its_answers(
+    customers: dict[str, LocalIdentityProvider],
+) -> None:
+    social = SocialOAuth2()
+    apps = []
+    for number in range(2):
+        app = Flask(f"app_{number}")
+        app.config.update(SECRET_KEY="k", TRUSTED_HOSTS=["localhost"])
+        social.init_app(app)
+        apps.append(app)
+    calls: list[tuple[str, str]] = []
+
+    @social.provider_loader  # registered after init_app: every app sees it
+    def tenant(name: str) -> SocialProvider | None:
+        calls.append((current_app.name, name))
+        return social.build_provider(name, customer_block(customers["acme"], name))
+
+    for app in apps:
+        assert app.test_client().get("/authenticate/acme").status_code == 302
+        assert app.test_client().get("/authenticate/acme").status_code == 302
+    assert calls == [("app_0", "acme"), ("app_1", "acme")]
+    with apps[0].app_context():
+        social.forget_provider("acme")
+    for app in apps:
+        assert app.test_client().get("/authenticate/acme").status_code == 302
+    assert calls[2:] == [("app_0", "acme")]
 
 
 def test_without_a_loader_nothing_is_loaded(make_app: MakeApp) -> None:

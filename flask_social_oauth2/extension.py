@@ -167,6 +167,7 @@ class SocialOAuth2:
                 ttl=options.provider_cache_ttl,
                 size=options.provider_cache_size,
             ),
+            check_redirect_urls=options.check_redirect_urls,
         )
         if options.check_redirect_urls:
             early_problems = redirect_url_problems(app, routes_complete=False)

@@ -366,6 +366,17 @@ def test_build_provider_lists_every_problem_of_a_customers_block(make_app: MakeA
     assert "module:Class" not in text
 
 
+def test_build_provider_checks_the_redirect_url_rule_as_init_app_does(make_app: MakeApp) -> None:
+    block = valid_block(redirectURL="/somewhere/else")
+    app = make_app({})
+    social: SocialOAuth2 = app.extensions["social_oauth2"].extension
+    with app.test_request_context(), pytest.raises(ConfigurationError, match="routes to no GET"):
+        social.build_provider("acme", block)
+    unchecked = make_app({}, SOCIAL_OAUTH2_CHECK_REDIRECT_URLS=False)
+    with unchecked.test_request_context():
+        assert social.build_provider("acme", block).name == "acme"
+
+
 def test_build_provider_takes_a_settings_record_and_a_kind(make_app: MakeApp) -> None:
     app = make_app({})
     social: SocialOAuth2 = app.extensions["social_oauth2"].extension

@@ -381,6 +381,7 @@ def built_provider(
     from .providers.oauth2 import OAuth2Provider
     from .web.loaded_providers import LOADABLE_NAME
 
+    state = current_runtime(app)
     problems: list[ConfigurationProblem] = []
     shown = str(name)
     if not isinstance(name, str) or not LOADABLE_NAME.match(name):
@@ -392,7 +393,7 @@ def built_provider(
                 " or '-', starting with a letter or digit, without '..'",
             )
         )
-    elif name in current_runtime(app).providers:
+    elif name in state.providers:
         problems.append(
             ConfigurationProblem(
                 name, None, "is a configured provider: a loaded provider cannot take its name"
@@ -412,7 +413,8 @@ def built_provider(
         for problem in cls.settings_problems(settings) if cls is not None else ():
             problems.append(ConfigurationProblem(shown, problem.key, problem.message))
         provider = (cls or OAuth2Provider)(shown, settings)
-        problems.extend(redirect_url_problems(app, providers={shown: provider}))
+        if state.check_redirect_urls:
+            problems.extend(redirect_url_problems(app, providers={shown: provider}))
     if problems or provider is None:
         raise ConfigurationError(problems)
     return provider

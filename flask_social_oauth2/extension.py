@@ -171,6 +171,7 @@ class SocialOAuth2:
                 size=options.provider_cache_size,
             ),
             session_check_seconds=options.session_check_seconds,
+            check_redirect_urls=options.check_redirect_urls,
         )
         accounts.watch_provider_logouts(app)
         if options.check_redirect_urls:
@@ -213,13 +214,16 @@ class SocialOAuth2:
                 row = db.session.get(Tenant, name)
                 return None if row is None else social.build_provider(name, row.block)
 
-        It is called in an app context, only for names of the shape ``[a-z0-9][a-z0-9_.-]``
-        (at most 63 characters) that are not configured: a configured name always wins. Its
-        answer, ``None`` included, is kept per app for ``SOCIAL_OAUTH2_PROVIDER_CACHE_TTL``
-        seconds, at most ``SOCIAL_OAUTH2_PROVIDER_CACHE_SIZE`` names. A loader that raises or
-        returns anything else is a :class:`~flask_social_oauth2.errors.ProviderUnavailableError`
-        (a 503 page, the reason logged), and nothing is kept. One loader per extension object,
-        shared by the apps it is set up on; each app keeps its own answers.
+        It is called in an app context, only for names of the shape
+        ``[a-z0-9][a-z0-9_.-]{0,62}`` without ``..`` that are not configured: a configured name
+        always wins; any other name is the unknown-provider 404 without a call. Its answer,
+        ``None`` included, is kept per app for ``SOCIAL_OAUTH2_PROVIDER_CACHE_TTL`` seconds, at
+        most ``SOCIAL_OAUTH2_PROVIDER_CACHE_SIZE`` names, one call per name at a time. A loader
+        that raises (a block that does not validate included), or returns anything but a
+        provider of that name or ``None``, is a
+        :class:`~flask_social_oauth2.errors.ProviderUnavailableError` (a 503 page, the reason
+        logged), and nothing is kept. One loader per extension object, shared by the apps it
+        is set up on; each app keeps its own answers.
         """
         self._provider_loader = loader
         return loader
@@ -239,8 +243,8 @@ class SocialOAuth2:
         one, the redirect URL rule checked against the current app's routes. ``${VAR}`` is not
         read from the environment in such a block.
 
-        :param name: Its name: 1 to 63 lower-case letters, digits, ``_``, ``.`` or ``-``, not
-            a configured provider's.
+        :param name: Its name: 1 to 63 lower-case letters, digits, ``_``, ``.`` or ``-``
+            (without ``..``), not a configured provider's.
         :param block: The specification's keys, as in YAML, or an :class:`OAuth2Settings`.
         :param kind: A built-in provider's name (``"okta"``, ``"microsoft"``) or a
             :class:`SocialProvider` subclass; default: the generic provider.
@@ -253,7 +257,9 @@ class SocialOAuth2:
     def forget_provider(self, name: str) -> None:
         """Drop the current app's kept answer of the :meth:`provider_loader` for ``name`` (e.g.
         after a customer edited its block), in this process: the next request asks the loader
-        again. Other processes see the change within ``SOCIAL_OAUTH2_PROVIDER_CACHE_TTL``."""
+        again. Other processes see the change within ``SOCIAL_OAUTH2_PROVIDER_CACHE_TTL``. A
+        sign-in started under the old block whose token endpoint, client or issuer changed
+        ends in a :class:`~flask_social_oauth2.errors.StateError`, nothing sent."""
         loaded = current_runtime().loaded
         if loaded is not None:
             loaded.forget(name)

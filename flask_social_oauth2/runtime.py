@@ -76,6 +76,9 @@ class Runtime:
 
     #: The provider loader's answers, kept for this app (``None``: no loader is asked).
     loaded: LoadedProviders | None = None
+    #: Whether the redirect URL rule is checked (``SOCIAL_OAUTH2_CHECK_REDIRECT_URLS``), also
+    #: for the blocks of loaded providers.
+    check_redirect_urls: bool = True
 
     def find_provider(self, name: str) -> SocialProvider | None:
         """The configured provider ``name``, else the one the app's provider loader gives for

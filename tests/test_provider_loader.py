@@ -14,7 +14,9 @@ from typing import Any
 
 import pytest
 import sqlalchemy as sa
-from flask import Flask, session
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from flask import Flask, current_app, session
 from helpers import (
     ALICE,
     CLIENT_ID,
@@ -364,6 +366,17 @@ def test_build_provider_lists_every_problem_of_a_customers_block(make_app: MakeA
     assert "module:Class" not in text
 
 
+def test_build_provider_checks_the_redirect_url_rule_as_init_app_does(make_app: MakeApp) -> None:
+    block = valid_block(redirectURL="/somewhere/else")
+    app = make_app({})
+    social: SocialOAuth2 = app.extensions["social_oauth2"].extension
+    with app.test_request_context(), pytest.raises(ConfigurationError, match="routes to no GET"):
+        social.build_provider("acme", block)
+    unchecked = make_app({}, SOCIAL_OAUTH2_CHECK_REDIRECT_URLS=False)
+    with unchecked.test_request_context():
+        assert social.build_provider("acme", block).name == "acme"
+
+
 def test_build_provider_takes_a_settings_record_and_a_kind(make_app: MakeApp) -> None:
     app = make_app({})
     social: SocialOAuth2 = app.extensions["social_oauth2"].extension
@@ -376,6 +389,9 @@ def test_build_provider_takes_a_settings_record_and_a_kind(make_app: MakeApp) ->
         assert type(github) is BUILTIN_PROVIDERS["github"]
         assert type(mine) is OAuth2Provider
         assert github.settings is settings
+        with pytest.raises(ConfigurationError) as apple:
+            social.build_provider("acme-gh", settings, kind="apple")  # the class's own checks
+        assert "key 'customProperties.teamID': is required" in str(apple.value)
         for kind in ("os:system", dict):
             with pytest.raises(ConfigurationError, match="kind"):
                 social.build_provider("acme-gh", settings, kind=kind)  # type: ignore[arg-type]
@@ -471,6 +487,34 @@ def test_a_ttl_of_zero_keeps_nothing() -> None:
     loaded.get("a")
     assert loader.calls == ["a", "a"]
     assert len(loaded) == 0
+
+
+def test_one_extension_on_two_apps_shares_its_loader_and_each_app_keeps_its_answers(
+    customers: dict[str, LocalIdentityProvider],
+) -> None:
+    social = SocialOAuth2()
+    apps = []
+    for number in range(2):
+        app = Flask(f"app_{number}")
+        app.config.update(SECRET_KEY="k", TRUSTED_HOSTS=["localhost"])
+        social.init_app(app)
+        apps.append(app)
+    calls: list[tuple[str, str]] = []
+
+    @social.provider_loader  # registered after init_app: every app sees it
+    def tenant(name: str) -> SocialProvider | None:
+        calls.append((current_app.name, name))
+        return social.build_provider(name, customer_block(customers["acme"], name))
+
+    for app in apps:
+        assert app.test_client().get("/authenticate/acme").status_code == 302
+        assert app.test_client().get("/authenticate/acme").status_code == 302
+    assert calls == [("app_0", "acme"), ("app_1", "acme")]
+    with apps[0].app_context():
+        social.forget_provider("acme")
+    for app in apps:
+        assert app.test_client().get("/authenticate/acme").status_code == 302
+    assert calls[2:] == [("app_0", "acme")]
 
 
 def test_without_a_loader_nothing_is_loaded(make_app: MakeApp) -> None:
@@ -601,6 +645,31 @@ def test_check_and_providers_take_a_loaded_name(
     broken = runner.invoke(social_cli, ["check", "--provider", "acme"])
     assert broken.exit_code == 1
     assert "key 'colour'" in broken.stderr
+
+
+def test_a_loaded_block_signing_with_a_private_key_serves_its_public_key_set(
+    make_app: MakeApp, customers: dict[str, LocalIdentityProvider]
+) -> None:
+    app, tenants = tenant_app(make_app, customers)
+    key = ec.generate_private_key(ec.SECP256R1())
+    pem = key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption(),
+    ).decode("ascii")
+    tenants.blocks["acme"] = customer_block(
+        customers["acme"],
+        "acme",
+        clientSecret=pem,
+        customProperties={"tokenEndpointAuthMethod": "private_key_jwt", "keyID": "acme-1"},
+    )
+    served = app.test_client().get("/authenticate/acme/jwks.json")
+    assert served.status_code == 200
+    assert served.json is not None
+    (jwk,) = served.json["keys"]
+    assert (jwk["kid"], jwk["kty"], jwk["crv"]) == ("acme-1", "EC", "P-256")
+    assert "d" not in jwk
+    assert app.test_client().get("/authenticate/globex/jwks.json").status_code == 404
 
 
 def test_forget_provider_in_a_request_drops_the_answer(

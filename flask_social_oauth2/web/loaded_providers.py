@@ -109,10 +109,6 @@ class LoadedProviders:
         """Drop the answer kept for ``name``: the next request asks the loader again."""
         self._kept.discard(name)
 
-    def clear(self) -> None:
-        """Drop every answer kept."""
-        self._kept.clear()
-
     def __len__(self) -> int:
         return len(self._kept)
 

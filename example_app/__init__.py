@@ -15,7 +15,8 @@ This module makes the app; the rest, a concept a module: :mod:`~example_app.view
 :mod:`~example_app.account` (what the account page lists), :mod:`~example_app.sign_in` (how a
 sign-in ends), :mod:`~example_app.providers` (which providers are on, and their names),
 :mod:`~example_app.security` (security headers, CSRF), :mod:`~example_app.users` (the app's
-users), :mod:`~example_app.bluesky` (the Bluesky handle form).
+users), :mod:`~example_app.bluesky` (the Bluesky handle form), :mod:`~example_app.tenants`
+(customers' providers loaded at runtime, found by work e-mail).
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from flask_login import LoginManager
 from flask_social_oauth2 import SocialOAuth2, signals
 from flask_social_oauth2.config.blocks import load_yaml_blocks
 
-from . import bluesky, views
+from . import bluesky, tenants, views
 from .access_log import hide_callback_queries
 from .account import ended_at_provider, note_refresh
 from .providers import select_blocks
@@ -87,6 +88,7 @@ def create_app(
     social = SocialOAuth2(app)
     social.on_error(sign_in_failed)
     social.on_authenticated(signed_in)
+    tenants.install(social, variables)
     users = Users()
     app.extensions["example_users"] = users
     login_manager = LoginManager(app)

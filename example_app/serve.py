@@ -111,8 +111,8 @@ def run_example(
         idp2 = stack.enter_context(LocalIdentityProvider(HOST, access_token_ttl=token_lifetime))
         variables = {**(environ or {})}
         for local, prefix, paths in (
-            (idp, "LOCAL_IDP", ("/authenticate/local", "/client-side")),
-            (idp2, "LOCAL_IDP2", ("/authenticate/local-two",)),
+            (idp, "LOCAL_IDP", ("/authenticate/local", "/client-side", "/authenticate/acme")),
+            (idp2, "LOCAL_IDP2", ("/authenticate/local-two", "/authenticate/globex")),
         ):
             secret = secrets.token_urlsafe(32)
             local.register_client(

@@ -171,6 +171,29 @@ def test_sign_in_with_the_local_provider_and_sign_out(page: Page, example: Runni
     only_loopback(page, example)
 
 
+def test_a_work_e_mail_signs_in_at_its_companys_own_provider(
+    page: Page, example: RunningExample
+) -> None:
+    """The ready page's work e-mail form: ``bo@globex.test`` belongs to the customer
+    ``globex``, a provider the example loads at runtime on its second identity provider, which
+    shows the address it was given as ``login_hint``."""
+    browser_page = page.page
+    browser_page.goto(f"{example.url}sign-in")
+    browser_page.fill("#social-email", "bo@globex.test")
+    browser_page.click(".social-email-form button[type=submit]")
+    browser_page.wait_for_selector("#name")
+    assert example.idp2 is not None
+    assert browser_page.url.startswith(example.idp2.url)
+    assert browser_page.input_value("#email") == "bo@globex.test"  # the login_hint
+    page.shot("work-e-mail-provider")
+    browser_page.fill("#name", "Bo Globex")
+    browser_page.click("#approve")
+    browser_page.wait_for_url(f"{example.url}profile")
+    assert browser_page.text_content("#name") == "Bo Globex"
+    assert "globex" in (browser_page.text_content("#profile") or "")
+    only_loopback(page, example)
+
+
 def test_deny_shows_the_error_page(page: Page, example: RunningExample) -> None:
     browser_page = page.page
     browser_page.goto(example.url)

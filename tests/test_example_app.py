@@ -730,3 +730,42 @@ def test_the_providers_back_channel_logout_signs_the_user_out(
     assert page.status_code == 302
     assert page.headers["Location"] == "/"
     assert "Your session at the provider ended" in client.get("/").get_data(as_text=True)
+
+
+def test_a_work_e_mail_signs_in_at_its_companys_provider_loaded_at_runtime() -> None:
+    """The ready page's "Sign in with your work e-mail" form: the example's two customers,
+    ``acme`` and ``globex``, are loaded at runtime (not configured), each at its own local
+    identity provider, and found by their e-mail domain."""
+    with local_idp() as idp, local_idp() as idp2:
+        secrets_ = {}
+        for server, prefix, paths in (
+            (idp, "LOCAL_IDP", ("/authenticate/local", "/authenticate/acme")),
+            (idp2, "LOCAL_IDP2", ("/authenticate/local-two", "/authenticate/globex")),
+        ):
+            secret = secrets.token_urlsafe(16)
+            uris = [f"http://localhost{path}" for path in paths]
+            server.register_client(CLIENT_ID, secret, uris)
+            server.auto_approve = LocalUser.from_name_email("Ana Lima", f"ana@{prefix}.test")
+            secrets_[f"{prefix}_URL"] = server.url
+            secrets_[f"{prefix}_CLIENT_SECRET"] = secret
+        app = create_app(secrets_)
+        assert "acme" not in app.extensions["social_oauth2"].providers  # not configured
+        client = app.test_client()
+        page = client.get("/sign-in").get_data(as_text=True)
+        assert '<label for="social-email">Sign in with your work e-mail</label>' in page
+        for address, server, name in (
+            ("ana@acme.test", idp, "acme"),
+            ("bo@globex.test", idp2, "globex"),
+        ):
+            started = client.get("/sign-in", query_string={"email": address, "next": "/profile"})
+            assert started.status_code == 302, started.text
+            location = started.headers["Location"]
+            assert location.startswith(server.url)
+            assert query_of(location)["login_hint"] == address
+            callback = follow_to_provider(location)
+            assert callback.startswith(f"http://localhost/authenticate/{name}?")
+            finished = client.get(callback_path(callback))
+            assert finished.headers["Location"] == "/profile", finished.text
+        unknown = client.get("/sign-in", query_string={"email": "eve@elsewhere.test"})
+        assert unknown.status_code in (400, 404)
+        assert client.get("/authenticate/initech").status_code == 404

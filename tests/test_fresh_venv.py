@@ -314,7 +314,7 @@ def test_the_pages_that_need_an_extra_name_it_before_their_first_block() -> None
     assert named == {
         "README.md": ["example", "idp"],
         "docs/openid-connect.md": ["idp"],
-        "docs/tenants.md": ["idp"],
+        "docs/tenants.md": ["idp", "sql"],
         "docs/testing.md": ["idp"],
         "docs/tokens.md": ["idp", "sql"],
     }

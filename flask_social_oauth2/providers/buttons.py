@@ -11,7 +11,7 @@ from __future__ import annotations
 import secrets
 from collections.abc import Callable, Mapping
 from typing import Any, Final, TypeGuard
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 from flask import (
     Blueprint,
@@ -28,6 +28,7 @@ from markupsafe import Markup
 
 from ..errors import SocialOAuth2Error
 from ..runtime import Runtime, current_runtime
+from ..urls import is_loopback_host
 from ..web import buttons
 from ..web.id_token_sign_in import one_tap
 from ..web.provider import SocialProvider
@@ -200,7 +201,12 @@ def _page_policy(runtime: Runtime, nonce: str, *, email_form: bool) -> str:
     form_action = ["'self'"]
     if email_form or any(_kind(p) in HANDLE_PROVIDERS for p in providers):
         form_action.append("https:")
-        if any(isinstance(p, OAuth2Provider) and p.options.allow_loopback for p in providers):
+        # an e-mail's provider is known only once typed: on a development server (loopback),
+        # it may be another local server
+        on_loopback = email_form and is_loopback_host(urlsplit(f"//{request.host}").hostname or "")
+        if on_loopback or any(
+            isinstance(p, OAuth2Provider) and p.options.allow_loopback for p in providers
+        ):
             form_action += ["http://localhost:*", "http://127.0.0.1:*"]
     script = style = frame = connect = ""
     if any(_signs_in_with_id_token(p) for p in providers):

@@ -9,6 +9,7 @@ the test gives each of them (above all ``SECRET_KEY``)::
     SOCIAL_TEST_INSTANCE       a name for this instance, sent back in ``X-Served-By``
     SOCIAL_TEST_TIMEOUT        SOCIAL_OAUTH2_TIMEOUT (seconds, default 5)
     SOCIAL_TEST_TOKEN_STORE    SOCIAL_OAUTH2_TOKEN_STORE (default: the extension's, the session)
+    SOCIAL_TEST_SESSION_CHECK  SOCIAL_OAUTH2_SESSION_CHECK_SECONDS (default: the extension's)
 
 ``GET /api/me`` calls the ``local`` provider's API (``me``, relative to its
 ``customProperties.apiBaseURL``) through ``social.api``: as the identity this browser signed in
@@ -41,6 +42,9 @@ def create_app() -> Flask:
     )
     if "SOCIAL_TEST_TOKEN_STORE" in os.environ:
         app.config["SOCIAL_OAUTH2_TOKEN_STORE"] = os.environ["SOCIAL_TEST_TOKEN_STORE"]
+    if "SOCIAL_TEST_SESSION_CHECK" in os.environ:
+        checks = float(os.environ["SOCIAL_TEST_SESSION_CHECK"])
+        app.config["SOCIAL_OAUTH2_SESSION_CHECK_SECONDS"] = checks
     app.wsgi_app = ProxyFix(  # type: ignore[method-assign]
         app.wsgi_app, x_for=1, x_proto=1, x_host=1
     )

@@ -8,20 +8,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 import requests
-from helpers import ALICE, CLIENT_ID, CLIENT_SECRET, idp_block
-from multiprocess_support import (
-    Browser,
-    Gunicorn,
-    Nginx,
-    app_environment,
-    require_gunicorn,
-    require_nginx,
-)
+from helpers import ALICE, CLIENT_ID, idp_block
+from multiprocess_support import Browser, Cluster, Gunicorn, running_cluster
 
 from flask_social_oauth2.local_idp import LocalIdentityProvider
 
@@ -33,37 +26,19 @@ PATH = "/authenticate/local/backchannel-logout"
 CHECK_SECONDS = 1
 
 
-@dataclass
-class Cluster:
-    idp: LocalIdentityProvider
-    a: Gunicorn
-    b: Gunicorn
-    nginx: Nginx
-
-
 @pytest.fixture
 def cluster(tmp_path: Path, postgres_database_url: str) -> Iterator[Cluster]:
-    require_gunicorn()
-    require_nginx()
-    with LocalIdentityProvider() as idp:
-        idp.auto_approve = ALICE
+    def providers(idp: LocalIdentityProvider) -> dict[str, Any]:
         idp.id_token_tamper = lambda header, claims: (header, {**claims, "sid": "op-session"})
         custom = {"issuer": idp.issuer, "backchannelLogout": "true"}
-        providers = {"local": idp_block(idp, customProperties=custom)}
-        shared = {
-            "SOCIAL_TEST_TOKEN_STORE": postgres_database_url,
-            "SOCIAL_TEST_SESSION_CHECK": str(CHECK_SECONDS),
-        }
-        a = Gunicorn("a", tmp_path, {**app_environment(providers, "a"), **shared})
-        b = Gunicorn("b", tmp_path, {**app_environment(providers, "b"), **shared})
-        nginx = Nginx(tmp_path, [a.address, b.address])
-        idp.register_client(CLIENT_ID, CLIENT_SECRET, [f"{nginx.url}/authenticate/local"])
-        with a, b, nginx:
-            a.wait_for_workers()
-            b.wait_for_workers()
-            yield Cluster(idp, a, b, nginx)
-        for instance in (a, b):
-            assert "Traceback" not in instance.log_text(), instance.log_text()
+        return {"local": idp_block(idp, customProperties=custom)}
+
+    shared = {
+        "SOCIAL_TEST_TOKEN_STORE": postgres_database_url,
+        "SOCIAL_TEST_SESSION_CHECK": str(CHECK_SECONDS),
+    }
+    with running_cluster(tmp_path, providers, shared) as running:
+        yield running
 
 
 def signed_in(cluster: Cluster) -> Browser:

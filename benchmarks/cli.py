@@ -23,7 +23,16 @@ from typing import Any, Final
 
 from flask import Flask
 
-from . import api_calls, config_load, gunicorn_load, import_time, inprocess, par_start, report
+from . import (
+    api_calls,
+    config_load,
+    gunicorn_load,
+    import_time,
+    inprocess,
+    par_start,
+    report,
+    session_check,
+)
 from .apps import (
     BARE_URLLIB3,
     CONTENDERS,
@@ -89,7 +98,17 @@ SHORT: Final = Plan(
     import_rounds=7,
     import_runs=3,
 )
-SECTIONS: Final = ("redirect", "flow", "api", "par", "gunicorn", "cost", "config", "import")
+SECTIONS: Final = (
+    "redirect",
+    "flow",
+    "api",
+    "par",
+    "session",
+    "gunicorn",
+    "cost",
+    "config",
+    "import",
+)
 
 
 def log(message: str) -> None:
@@ -248,6 +267,19 @@ def run(plan: Plan, sections: Sequence[str], command: str) -> tuple[dict[str, An
             results["par"] = pushed.rounds.as_dict() | pushed.summary()
             table += par_start.table(pushed)
             checks.append(par_start.check(pushed))
+
+        if "session" in sections:
+            log("signed-in page view with the session check (session index on SQLite)")
+            with tempfile.TemporaryDirectory() as directory:
+                viewed = session_check.measure(
+                    Path(directory),
+                    plan.rounds,
+                    plan.redirect_batch_s,
+                    on_round=lambda i, r: log(f"  session round {i + 1}: " + _brief(r)),
+                )
+            results["session"] = viewed.as_dict()
+            table += session_check.table(viewed)
+            checks += session_check.checks(viewed)
 
         if "gunicorn" in sections:
             log("gunicorn, 2 workers, bounded concurrent load")

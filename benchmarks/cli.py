@@ -33,6 +33,7 @@ from . import (
     inprocess,
     par_start,
     report,
+    session_check,
 )
 from .apps import (
     BARE_URLLIB3,
@@ -101,8 +102,8 @@ SHORT: Final = Plan(
     import_runs=3,
 )
 SECTIONS: Final = (
-    *("redirect", "flow", "api", "par", "idtoken", "gunicorn", "cost", "config", "import"),
-    "buttons",
+    *("redirect", "flow", "api", "par", "idtoken", "session", "gunicorn", "cost", "config"),
+    *("import", "buttons"),
 )
 
 
@@ -281,6 +282,19 @@ def run(plan: Plan, sections: Sequence[str], command: str) -> tuple[dict[str, An
             results["idtoken"] = signed_in.rounds.as_dict() | {"page_us": signed_in.page_us}
             table += id_token_sign_in.table(signed_in)
             checks.append(id_token_sign_in.check(signed_in))
+
+        if "session" in sections:
+            log("signed-in page view with the session check (session index on SQLite)")
+            with tempfile.TemporaryDirectory() as directory:
+                viewed = session_check.measure(
+                    Path(directory),
+                    plan.rounds,
+                    plan.redirect_batch_s,
+                    on_round=lambda i, r: log(f"  session round {i + 1}: " + _brief(r)),
+                )
+            results["session"] = viewed.as_dict()
+            table += session_check.table(viewed)
+            checks += session_check.checks(viewed)
 
         if "gunicorn" in sections:
             log("gunicorn, 2 workers, bounded concurrent load")

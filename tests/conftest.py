@@ -245,6 +245,26 @@ def sql_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[SQLAlc
 
 
 @pytest.fixture
+def postgres_database_url(postgres_url: str) -> Iterator[str]:
+    """A database of its own on the test run's PostgreSQL server, dropped after."""
+    import uuid
+
+    import sqlalchemy as sa
+    from sqlalchemy.engine import make_url
+
+    name = f"mp_{uuid.uuid4().hex[:12]}"
+    admin = sa.create_engine(postgres_url, isolation_level="AUTOCOMMIT")
+    with admin.connect() as connection:
+        connection.exec_driver_sql(f'CREATE DATABASE "{name}"')
+    try:
+        yield make_url(postgres_url).set(database=name).render_as_string(hide_password=False)
+    finally:
+        with admin.connect() as connection:
+            connection.exec_driver_sql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        admin.dispose()
+
+
+@pytest.fixture
 def oidc_provider_factory() -> Iterator[Callable[..., OidcProviderServer]]:
     """Starts panva's oidc-provider on loopback: ``oidc_provider_factory(clients, par_required=True,
     dpop_nonce_required=True, ...)`` (the arguments of :class:`OidcProviderServer`) returns a

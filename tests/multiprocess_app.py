@@ -14,6 +14,8 @@ the test gives each of them (above all ``SECRET_KEY``)::
                                answers the token URL of that provider as this process sees it
     SOCIAL_TEST_PROVIDER_CACHE_TTL  SOCIAL_OAUTH2_PROVIDER_CACHE_TTL (seconds)
 
+    SOCIAL_TEST_SESSION_CHECK  SOCIAL_OAUTH2_SESSION_CHECK_SECONDS (default: the extension's)
+
 ``GET /api/me`` calls the ``local`` provider's API (``me``, relative to its
 ``customProperties.apiBaseURL``) through ``social.api``: as the identity this browser signed in
 with, or as the stored identity ``?key=``; it answers what the provider's API answered.
@@ -49,6 +51,9 @@ def create_app() -> Flask:
     if "SOCIAL_TEST_PROVIDER_CACHE_TTL" in os.environ:
         ttl = float(os.environ["SOCIAL_TEST_PROVIDER_CACHE_TTL"])
         app.config["SOCIAL_OAUTH2_PROVIDER_CACHE_TTL"] = ttl
+    if "SOCIAL_TEST_SESSION_CHECK" in os.environ:
+        checks = float(os.environ["SOCIAL_TEST_SESSION_CHECK"])
+        app.config["SOCIAL_OAUTH2_SESSION_CHECK_SECONDS"] = checks
     app.wsgi_app = ProxyFix(  # type: ignore[method-assign]
         app.wsgi_app, x_for=1, x_proto=1, x_host=1
     )

@@ -16,7 +16,8 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -25,7 +26,9 @@ from urllib.parse import parse_qsl, urlsplit
 
 import pytest
 import requests
-from helpers import free_port, wait_for_port
+from helpers import ALICE, CLIENT_ID, CLIENT_SECRET, free_port, wait_for_port
+
+from flask_social_oauth2.local_idp import LocalIdentityProvider
 
 TESTS_DIR: Final = Path(__file__).resolve().parent
 REPO_ROOT: Final = TESTS_DIR.parent
@@ -396,3 +399,43 @@ class Browser:
     @staticmethod
     def state_of(url: str) -> str:
         return dict(parse_qsl(urlsplit(url).query)).get("state", "")
+
+
+@dataclass
+class Cluster:
+    """Two gunicorn instances of :mod:`multiprocess_app` behind nginx, and the local identity
+    provider they sign in with."""
+
+    idp: LocalIdentityProvider
+    a: Gunicorn
+    b: Gunicorn
+    nginx: Nginx
+
+
+@contextmanager
+def running_cluster(
+    tmp_path: Path,
+    providers: Callable[[LocalIdentityProvider], Mapping[str, Any]],
+    extra_env: Mapping[str, str] | None = None,
+) -> Iterator[Cluster]:
+    """Start the identity provider (approving as Alice), the two instances serving the blocks
+    ``providers`` gives for it (with ``extra_env``) and nginx; stop them all after, and fail
+    when an instance logged a traceback."""
+    require_gunicorn()
+    require_nginx()
+    with LocalIdentityProvider() as idp:
+        idp.auto_approve = ALICE
+        blocks = providers(idp)
+        a, b = (
+            Gunicorn(name, tmp_path, {**app_environment(blocks, name), **(extra_env or {})})
+            for name in ("a", "b")
+        )
+        nginx = Nginx(tmp_path, [a.address, b.address])
+        # The relative redirectURL resolves to nginx's host:port (ProxyFix, X-Forwarded-Host).
+        idp.register_client(CLIENT_ID, CLIENT_SECRET, [f"{nginx.url}/authenticate/local"])
+        with a, b, nginx:
+            a.wait_for_workers()
+            b.wait_for_workers()
+            yield Cluster(idp, a, b, nginx)
+        for instance in (a, b):
+            assert "Traceback" not in instance.log_text(), instance.log_text()

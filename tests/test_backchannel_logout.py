@@ -278,3 +278,30 @@ def test_the_claims_check_takes_the_leeway_and_a_list_audience() -> None:
     assert "'j'" not in repr(checked)
     with pytest.raises(LogoutTokenError, match="too old"):
         check_logout_claims("op", settings, options, claims, metadata, "RS256", now=1006)
+
+
+def test_a_failing_store_is_a_503_and_never_a_500(
+    app: Flask,
+    make_app: MakeApp,
+    fault_server: FaultServer,
+    fake: FakeOpenIDProvider,
+    rsa_key: RSAKey,
+    store: str,
+) -> None:
+    browser = app.test_client()
+    sign_in_fake(browser, fake, rsa_key)
+    front = backchannel_app(
+        make_app, fault_server, store, backchannelLogout="false", frontchannelLogout="true"
+    )
+    with front.app_context():
+        assert front.extensions["social_oauth2"].token_store.engine  # its tables made now
+    with sa.create_engine(store).begin() as connection:
+        connection.execute(sa.text("DROP TABLE social_oauth2_sessions"))
+    token = signed(rsa_key, "RS256", logout_claims(fake))
+    answer = app.test_client().post(BACKCHANNEL_PATH, data={"logout_token": token})
+    assert answer.status_code == 503
+    assert answer.get_json()["error"] == "temporarily_unavailable"
+    assert answer.headers["Cache-Control"] == "no-store"
+    path = "/authenticate/fake/frontchannel-logout"
+    failed = front.test_client().get(path, query_string={"iss": fake.issuer, "sid": "sid-1"})
+    assert failed.status_code == 503

@@ -33,6 +33,7 @@ from benchmarks import (  # noqa: E402
     par_start,
     provider_server,
     report,
+    session_check,
 )
 from benchmarks.apps import (  # noqa: E402
     API_PATH,
@@ -300,6 +301,28 @@ def test_an_id_token_sign_in_that_fails_invalidates_the_section() -> None:
         other.url = signer.url  # the right issuer, a key it does not publish
         with pytest.raises(inprocess.BenchmarkError, match="ID-token sign-in answered 400"):
             id_token_sign_in.id_token_runner(app, other)(1)
+
+
+def test_one_round_of_the_session_section(tmp_path: Path) -> None:
+    rounds = session_check.measure(tmp_path, rounds=1, batch_s=0.01)
+    assert list(rounds.rates) == list(session_check.CONTENDERS)
+    assert all(rates[0] > 0 for rates in rounds.rates.values())
+    checks = session_check.checks(rounds)
+    assert [check.target for check in checks] == [0.97, 0.8]
+    assert session_check.table(rounds)[0].startswith("signed-in page view with the session")
+
+
+def test_a_check_that_signs_the_browser_out_invalidates_the_session_section(
+    tmp_path: Path,
+) -> None:
+    app = session_check.page_app(tmp_path, "ended", 0)
+    run = session_check.signed_in_runner(app)
+    with app.app_context():
+        app.extensions["social_oauth2"].session_index.end_sessions(
+            "bench", "https://op", "alice", None
+        )
+    with pytest.raises(inprocess.BenchmarkError, match="the page answered"):
+        run(1)
 
 
 def test_a_start_that_does_not_push_invalidates_the_par_section() -> None:

@@ -5,6 +5,7 @@ trip through the provider's end-session endpoint."""
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -12,6 +13,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urljoin
 
+import pytest
 import requests
 from flask import Flask, session
 from helpers import MakeApp, free_port, live_server, parse_form, query_of
@@ -62,6 +64,10 @@ def served(
     @app.get("/bye")
     def bye() -> str:
         return "signed out"
+
+    @app.get("/home")
+    def home() -> str:
+        return '<form method="post" action="/logout"><button id="out">Sign out</button></form>'
 
     @app.get("/me")
     def me() -> dict[str, Any]:
@@ -147,3 +153,38 @@ def test_rp_initiated_logout_makes_the_round_trip_through_the_provider(
         assert browser.get(replay, allow_redirects=False, timeout=10).status_code == 400
         posted = [entry for entry in server.log() if entry["route"] == "end_session_confirm"]
         assert [entry["status"] for entry in posted] == [303]
+
+
+@pytest.mark.browser
+def test_rp_initiated_logout_in_chromium(
+    make_app: MakeApp, oidc_provider_factory: Factory, tmp_path: Path
+) -> None:
+    from playwright.sync_api import sync_playwright
+    from test_browser import CHROMIUM_ARGS, chromium_path
+
+    with (
+        served(make_app, oidc_provider_factory, tmp_path) as (_, url, server),
+        sync_playwright() as playwright,
+    ):
+        chromium = playwright.chromium.launch(
+            executable_path=chromium_path(), headless=True, args=CHROMIUM_ARGS, timeout=60_000
+        )
+        try:
+            page = chromium.new_context().new_page()
+            page.set_default_timeout(15_000)
+            page.goto(f"{url}/authenticate/op")
+            page.wait_for_url(f"{url}/")
+            assert page.goto(f"{url}/me") is not None
+            assert json.loads(page.text_content("body") or "") == {"identities": {"op": "alice"}}
+            page.goto(f"{url}/home")
+            page.click("#out")
+            page.wait_for_url(f"{server.issuer}/session/end*")
+            page.click("button[type=submit]")
+            page.wait_for_url(f"{url}/bye")
+            assert page.text_content("body") == "signed out"
+            page.goto(f"{url}/me")
+            assert json.loads(page.text_content("body") or "") == {"identities": {}}
+        finally:
+            chromium.close()
+    confirmed = [entry for entry in server.log() if entry["route"] == "end_session_confirm"]
+    assert [entry["status"] for entry in confirmed] == [303]

@@ -14,23 +14,12 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
 import pytest
-from helpers import ALICE, CLIENT_ID, CLIENT_SECRET, idp_block
-from multiprocess_support import (
-    Browser,
-    FlowRecord,
-    Gunicorn,
-    Nginx,
-    app_environment,
-    require_gunicorn,
-    require_nginx,
-)
-
-from flask_social_oauth2.local_idp import LocalIdentityProvider
+from helpers import ALICE, idp_block
+from multiprocess_support import Browser, Cluster, FlowRecord, running_cluster
 
 pytestmark = pytest.mark.multiprocess
 
@@ -40,32 +29,11 @@ EMAIL: Final = ALICE.email
 assert EMAIL is not None
 
 
-@dataclass
-class Cluster:
-    idp: LocalIdentityProvider
-    a: Gunicorn
-    b: Gunicorn
-    nginx: Nginx
-
-
 @pytest.fixture
 def cluster(tmp_path: Path) -> Iterator[Cluster]:
-    require_gunicorn()
-    require_nginx()
-    with LocalIdentityProvider() as idp:
-        idp.auto_approve = ALICE
-        providers = {"local": idp_block(idp)}  # redirectURL "/authenticate/local", relative
-        a = Gunicorn("a", tmp_path, app_environment(providers, "a"))
-        b = Gunicorn("b", tmp_path, app_environment(providers, "b"))
-        nginx = Nginx(tmp_path, [a.address, b.address])
-        # The relative redirectURL resolves to nginx's host:port (ProxyFix, X-Forwarded-Host).
-        idp.register_client(CLIENT_ID, CLIENT_SECRET, [f"{nginx.url}/authenticate/local"])
-        with a, b, nginx:
-            a.wait_for_workers()
-            b.wait_for_workers()
-            yield Cluster(idp, a, b, nginx)
-        for instance in (a, b):
-            assert "Traceback" not in instance.log_text(), instance.log_text()
+    # redirectURL "/authenticate/local", relative
+    with running_cluster(tmp_path, lambda idp: {"local": idp_block(idp)}) as running:
+        yield running
 
 
 def cluster_sign_in(

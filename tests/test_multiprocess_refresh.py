@@ -18,7 +18,6 @@ from __future__ import annotations
 import dataclasses
 import threading
 import time
-import uuid
 from collections import Counter
 from collections.abc import Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -40,7 +39,6 @@ from multiprocess_support import (
     require_gunicorn,
     require_nginx,
 )
-from sqlalchemy.engine import make_url
 
 from flask_social_oauth2.config.settings import OAuth2Info
 from flask_social_oauth2.local_idp import LocalIdentityProvider
@@ -56,21 +54,6 @@ PROVIDER_LATENCY: Final = 0.3
 KEY: Final = ALICE.sub
 EMAIL: Final = ALICE.email
 assert EMAIL is not None
-
-
-@pytest.fixture
-def database_url(postgres_url: str) -> Iterator[str]:
-    """A database of its own on the test run's PostgreSQL server, dropped after."""
-    name = f"mp_{uuid.uuid4().hex[:12]}"
-    admin = sa.create_engine(postgres_url, isolation_level="AUTOCOMMIT")
-    with admin.connect() as connection:
-        connection.exec_driver_sql(f'CREATE DATABASE "{name}"')
-    try:
-        yield make_url(postgres_url).set(database=name).render_as_string(hide_password=False)
-    finally:
-        with admin.connect() as connection:
-            connection.exec_driver_sql(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        admin.dispose()
 
 
 @dataclass
@@ -107,7 +90,7 @@ class Cluster:
 
 @pytest.fixture
 def cluster(
-    tmp_path: Path, database_url: str, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, postgres_database_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[Cluster]:
     require_gunicorn()
     require_nginx()
@@ -125,7 +108,10 @@ def cluster(
         block = idp_block(idp, customProperties={"apiBaseURL": idp.api_base_url})
         providers = {"local": block}
         environments = {
-            name: {**app_environment(providers, name), "SOCIAL_TEST_TOKEN_STORE": database_url}
+            name: {
+                **app_environment(providers, name),
+                "SOCIAL_TEST_TOKEN_STORE": postgres_database_url,
+            }
             for name in ("a", "b")
         }
         a = Gunicorn("a", tmp_path, environments["a"])
@@ -134,7 +120,7 @@ def cluster(
         idp.register_client(CLIENT_ID, CLIENT_SECRET, [f"{nginx.url}/authenticate/local"])
         app = Flask("multiprocess_refresh")
         app.config["SECRET_KEY"] = SECRET_KEY
-        store = SQLAlchemyTokenStore(database_url)
+        store = SQLAlchemyTokenStore(postgres_database_url)
         try:
             with a, b, nginx:
                 a.wait_for_workers()

@@ -153,6 +153,21 @@ def test_the_check_waits_the_configured_seconds(
     assert len(app.config["ENDED"]) == 1
 
 
+def test_a_failing_index_serves_the_page_and_checks_again_later(
+    make_app: MakeApp,
+    idp: LocalIdentityProvider,
+    store: SQLAlchemyTokenStore,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    app = index_app(make_app, idp, store, SOCIAL_OAUTH2_SESSION_CHECK_SECONDS=0)
+    client = app.test_client()
+    sign_in(client)
+    store.index.sessions.drop(store.engine)
+    assert client.get("/me").json == {"identities": {"local": ALICE.sub}}
+    assert "the session index could not be read" in caplog.text
+    assert app.config["ENDED"] == []
+
+
 def test_the_session_store_keeps_no_index(make_app: MakeApp, idp: LocalIdentityProvider) -> None:
     app = index_app(make_app, idp, "session", SOCIAL_OAUTH2_SESSION_CHECK_SECONDS=0)
     assert app.extensions["social_oauth2"].session_index is None

@@ -93,6 +93,8 @@ class SQLAlchemyTokenStore:
                 metadata, LOGOUT_TOKENS_TABLE if own else f"{table_name}_logout_tokens"
             ),
             self._transaction,
+            self._connection,
+            lambda: self.engine,
         )
         # Built once: a select built per call would compute its cache key again on every load,
         # and a load comes with every API call of a stored identity.

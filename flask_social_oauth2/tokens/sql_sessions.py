@@ -5,12 +5,13 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
-from typing import Final
+from typing import Any, Final
 
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.engine import Connection
+from sqlalchemy.engine import Connection, Engine
 
+from ..errors import TokenStoreUnavailableError
 from .session_index import IndexedSession
 
 #: The sessions table's default name.
@@ -60,13 +61,33 @@ class SQLSessionIndex:
     :param sessions: The sessions table.
     :param seen: The table of logout tokens seen.
     :param transaction: The store's transaction maker.
+    :param connection: The store's connection maker, for reads.
+    :param engine: The store's engine (made at first use).
     """
 
-    def __init__(self, sessions: sa.Table, seen: sa.Table, transaction: Transaction) -> None:
+    def __init__(
+        self,
+        sessions: sa.Table,
+        seen: sa.Table,
+        transaction: Transaction,
+        connection: Transaction,
+        engine: Callable[[], Engine],
+    ) -> None:
         self.sessions = sessions
         self.seen = seen
         self._transaction = transaction
+        self._connection = connection
+        self._engine = engine
+        self._compiled: tuple[Any, str, Any] | None = None
         columns = sessions.c
+        # Built once (a request of a signed-in browser may run it): one session, the usual
+        # case, by primary key; several with IN.
+        self._ended_one = sa.select(sessions).where(
+            columns.local_id == sa.bindparam("id"), columns.ended_at.is_not(None)
+        )
+        self._ended_exists = sa.select(columns.local_id).where(
+            columns.local_id == sa.bindparam("id"), columns.ended_at.is_not(None)
+        )
         self._ended_query = sa.select(sessions).where(
             columns.local_id.in_(sa.bindparam("ids", expanding=True)),
             columns.ended_at.is_not(None),
@@ -89,11 +110,44 @@ class SQLSessionIndex:
                 )
             )
 
+    def _one_ended(self, local_id: str) -> bool:
+        """Whether the session ``local_id`` was ended, asked through the driver itself: this
+        runs on every request of a signed-in browser when the check interval is 0, where the
+        statement layer of SQLAlchemy would cost more than the query.
+
+        :raises TokenStoreUnavailableError: when the database fails.
+        """
+        engine = self._engine()
+        compiled = self._compiled
+        if compiled is None or compiled[0] is not engine.dialect:
+            found = self._ended_exists.compile(dialect=engine.dialect)
+            compiled = (engine.dialect, str(found), found.positiontup)
+            self._compiled = compiled
+        _, statement, positions = compiled
+        params: Any = [local_id] if positions else {"id": local_id}
+        try:
+            raw = engine.raw_connection()
+            try:
+                cursor = raw.cursor()
+                cursor.execute(statement, params)
+                ended = cursor.fetchone() is not None
+                cursor.close()
+            finally:
+                raw.close()
+        except engine.dialect.loaded_dbapi.Error as error:
+            raise TokenStoreUnavailableError(
+                "", f"the token store's database failed ({type(error).__name__})"
+            ) from None
+        return ended
+
     def take_ended_sessions(self, local_ids: Sequence[str]) -> list[IndexedSession]:
-        if not local_ids:
+        if not local_ids or (len(local_ids) == 1 and not self._one_ended(local_ids[0])):
             return []
-        with self._transaction("") as connection:
-            rows = connection.execute(self._ended_query, {"ids": list(local_ids)}).all()
+        with self._connection("") as connection:
+            if len(local_ids) == 1:
+                rows = connection.execute(self._ended_one, {"id": local_ids[0]}).all()
+            else:
+                rows = connection.execute(self._ended_query, {"ids": list(local_ids)}).all()
         taken = []
         for row in rows:
             with self._transaction(row.provider) as connection:

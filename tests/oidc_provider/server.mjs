@@ -165,7 +165,10 @@ const provider = new Provider(issuer, {
       logoutSource: (ctx, form) => {
         ctx.type = 'html';
         ctx.body = `<!doctype html><html><body>${
-          form.replace('</form>', '<input type="hidden" name="logout" value="yes"/></form>')
+          form.replace(
+            '</form>',
+            '<input type="hidden" name="logout" value="yes"/><button type="submit">Sign out</button></form>',
+          )
         }</body></html>`;
       },
     },

@@ -25,7 +25,7 @@ EXTRAS: dict[str, list[Requirement]] = {
 }
 # Subpackages that need an extra, and the extra; the rest of the package needs only the
 # dependencies. The pytest plugin's modules run only inside pytest.
-NEEDS_EXTRA = {"local_idp": "idp", "tokens/sql.py": "sql"}
+NEEDS_EXTRA = {"local_idp": "idp", "tokens/sql.py": "sql", "tokens/sql_sessions.py": "sql"}
 RUN_BY_PYTEST = {"pytest_plugin.py", "testing.py"}
 
 

@@ -313,6 +313,7 @@ def test_the_pages_that_need_an_extra_name_it_before_their_first_block() -> None
     }
     assert named == {
         "README.md": ["example", "idp"],
+        "docs/logout.md": ["idp", "sql"],
         "docs/openid-connect.md": ["idp"],
         "docs/tenants.md": ["idp", "sql"],
         "docs/testing.md": ["idp"],

@@ -42,6 +42,7 @@ from flask_social_oauth2.local_idp.server import LocalAuthorizationServer
 from flask_social_oauth2.oauth.dpop import DPoPKey, KeyCache
 from flask_social_oauth2.oauth.provider_response import ProviderResponse
 from flask_social_oauth2.providers.apple_secret import _Made
+from flask_social_oauth2.providers.facebook import FacebookOptions
 from flask_social_oauth2.providers.oauth2 import OAuth2Provider, SocialProvider
 from flask_social_oauth2.tokens import SessionTokenStore
 from flask_social_oauth2.tokens.cipher import TokenCipher
@@ -228,6 +229,7 @@ FACTORIES: Final[dict[type, Callable[[], object]]] = {
     ProviderSession: provider_session,
     DPoPKey: DPoPKey.generate,  # its private value is random: see the test at the end
     KeyCache: lambda: loaded_cache(DPoPKey.generate()),  # the same
+    FacebookOptions: lambda: FacebookOptions(appsecret_proof=True),  # a switch, no secret
 }
 #: Objects that hold secrets under names the walk does not catch.
 MORE: Final[dict[str, Callable[[], object]]] = {

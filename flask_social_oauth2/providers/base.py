@@ -86,8 +86,11 @@ class BuiltinProvider(OAuth2Provider):
 
     def __init__(self, name: str, settings: OAuth2Settings) -> None:
         super().__init__(name, settings)
-        # the keys the facts name, parsed once per provider object like the generic ones
-        self._facts_options = self.facts.read_options(PropertyReader(self.settings))
+        # the keys the facts name, parsed once per provider object like the generic ones (a
+        # class without facts, BuiltinProvider itself, names none)
+        facts: ProviderFacts | None = getattr(type(self), "facts", None)
+        read = PropertyReader(self.settings)
+        self._facts_options = FactsOptions() if facts is None else facts.read_options(read)
 
     @property
     def facts_options(self) -> FactsOptions:

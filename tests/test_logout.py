@@ -147,6 +147,20 @@ def test_a_refresh_without_an_id_token_keeps_the_sign_ins(tmp_path: Path) -> Non
     assert again.params["id_token"] == first.params["id_token"]
 
 
+def test_an_unreadable_kept_token_signs_out_without_a_hint(
+    make_app: MakeApp, idp: LocalIdentityProvider, tmp_path: Path
+) -> None:
+    path = tmp_path / "tokens.sqlite3"
+    app = logout_app(make_app, discovery_block(idp), SOCIAL_OAUTH2_TOKEN_STORE=f"sqlite:///{path}")
+    client = app.test_client()
+    sign_in(client)
+    with sa.create_engine(f"sqlite:///{path}").begin() as connection:
+        connection.execute(sa.text("UPDATE social_oauth2_identities SET tokens = 'damaged'"))
+    location = client.post("/logout").headers["Location"]
+    assert set(query_of(location)) == {"client_id", "post_logout_redirect_uri", "state"}
+    assert signed_in_names(client) == {}
+
+
 def test_with_the_session_store_no_id_token_hint_is_sent(
     make_app: MakeApp, idp: LocalIdentityProvider
 ) -> None:

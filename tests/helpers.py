@@ -573,6 +573,11 @@ def refused_tokens(fake: FakeOpenIDProvider, rsa_key: RSAKey, ec_key: ECKey) -> 
             "neither sub nor sid",
         ),
         "sub not a string": (signed(rsa_key, "RS256", logout_claims(fake, sub=7)), "'sub'"),
+        "iat not a number": (
+            signed(rsa_key, "RS256", logout_claims(fake, iat=str(claims["iat"]))),
+            "claim 'iat' is not valid",
+        ),
+        "too long": ("a" * (16 * 1024 + 1), "missing or too long"),
         "aud list without us": (
             signed(rsa_key, "RS256", logout_claims(fake, aud=["a", "b"])),
             "aud",

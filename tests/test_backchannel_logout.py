@@ -137,6 +137,8 @@ CASES = [
     "event not an object",
     "no sub nor sid",
     "sub not a string",
+    "iat not a number",
+    "too long",
     "aud list without us",
 ]
 

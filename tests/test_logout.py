@@ -110,13 +110,21 @@ def test_logout_redirect_sends_the_kept_id_token_and_comes_back_to_next(
     assert "invalid, was used already" in again.text
 
 
+def signed_in_with_sql(
+    make_app: MakeApp, idp: LocalIdentityProvider, path: Path
+) -> tuple[Flask, Any]:
+    """The app of :func:`logout_app` with a SQLite store at ``path``, and a browser signed in."""
+    app = logout_app(make_app, discovery_block(idp), SOCIAL_OAUTH2_TOKEN_STORE=f"sqlite:///{path}")
+    client = app.test_client()
+    sign_in(client)
+    return app, client
+
+
 def test_the_sql_store_keeps_the_id_token_encrypted(
     make_app: MakeApp, idp: LocalIdentityProvider, tmp_path: Path
 ) -> None:
     path = tmp_path / "tokens.sqlite3"
-    app = logout_app(make_app, discovery_block(idp), SOCIAL_OAUTH2_TOKEN_STORE=f"sqlite:///{path}")
-    client = app.test_client()
-    sign_in(client)
+    app, _ = signed_in_with_sql(make_app, idp, path)
     (info,) = app.config["SIGNED_IN"]
     store = app.extensions["social_oauth2"].token_store
     assert isinstance(store, SQLAlchemyTokenStore)
@@ -145,6 +153,18 @@ def test_a_refresh_without_an_id_token_keeps_the_sign_ins(tmp_path: Path) -> Non
     assert after.params["id_token"] == first.params["id_token"]
     assert again is not None
     assert again.params["id_token"] == first.params["id_token"]
+
+
+def test_an_unreadable_kept_token_signs_out_without_a_hint(
+    make_app: MakeApp, idp: LocalIdentityProvider, tmp_path: Path
+) -> None:
+    path = tmp_path / "tokens.sqlite3"
+    _, client = signed_in_with_sql(make_app, idp, path)
+    with sa.create_engine(f"sqlite:///{path}").begin() as connection:
+        connection.execute(sa.text("UPDATE social_oauth2_identities SET tokens = 'damaged'"))
+    location = client.post("/logout").headers["Location"]
+    assert set(query_of(location)) == {"client_id", "post_logout_redirect_uri", "state"}
+    assert signed_in_names(client) == {}
 
 
 def test_with_the_session_store_no_id_token_hint_is_sent(

@@ -534,6 +534,10 @@ def test_a_megabyte_credential_is_capped(app: Flask, fault_server: FaultServer) 
     answer = client.post(
         "/authenticate/google", data={"credential": "x" * 1_000_000, "g_csrf_token": "pair"}
     )
-    assert answer.status_code == 400
-    assert isinstance(outcome.error, InvalidCallbackError)
+    # refused by the credential's own cap (400), or, with the oldest Werkzeug the package
+    # supports, already by Werkzeug's cap on a form field (413): never read, never a 500
+    assert answer.status_code in (400, 413), answer.status_code
+    if answer.status_code == 400:
+        assert isinstance(outcome.error, InvalidCallbackError)
+    assert outcome.infos == []
     assert fault_server.requests == []

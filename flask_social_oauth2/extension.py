@@ -14,7 +14,6 @@ from flask import (
     current_app,
     has_request_context,
 )
-from flask.typing import ResponseReturnValue
 
 from . import accounts
 from .errors import (
@@ -34,15 +33,10 @@ from .web.state_cookie import StateCookieStore, app_scope
 # token stores and the configuration readers are imported where init_app or a request needs them.
 if TYPE_CHECKING:
     from .api import ProviderSession
-    from .config.settings import OAuth2Info, OAuth2Settings, SocialProfile
+    from .config.settings import OAuth2Settings
     from .providers.oauth2 import OAuth2Provider, SocialProvider
     from .tokens.identity import Identity
     from .web.loaded_providers import ProviderLoader
-
-    AuthenticatedHandler = Callable[
-        [SocialProvider, OAuth2Info, SocialProfile], ResponseReturnValue
-    ]
-    ErrorHandler = Callable[[str, AuthenticationError], ResponseReturnValue]
 
 logger = logging.getLogger("flask_social_oauth2")
 

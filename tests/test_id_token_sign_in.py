@@ -271,6 +271,23 @@ def test_a_nonce_expires_with_the_state_ttl(
     assert isinstance(outcome.error, StateError)
 
 
+def test_a_credential_expires_on_the_clock_of_each_sign_in(
+    app: Flask, google: LocalGoogle, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The claims checks are made once per leeway and shared: "now" must be read per sign-in.
+    first = app.test_client()
+    assert post_credential(first, google.credential(nonce_for(first))).status_code == 302
+    outcome = watch(app)
+    client = app.test_client()
+    now = int(time.time())
+    credential = google.credential(nonce_for(client), iat=now, exp=now + 120)
+    real = time.time
+    monkeypatch.setattr(time, "time", lambda: real() + 300)
+    assert post_credential(client, credential).status_code == 400
+    assert isinstance(outcome.error, IdTokenError)
+    assert "expired" in str(outcome.error)
+
+
 def test_at_most_eight_nonces_are_kept(app: Flask) -> None:
     client = app.test_client()
     nonces = [nonce_for(client, f"/page-{index}") for index in range(10)]

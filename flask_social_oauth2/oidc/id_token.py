@@ -11,8 +11,10 @@ this module sends nothing itself: the provider hands in a
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hmac
 import importlib.util
+import json
 import logging
 from collections.abc import Iterable, Mapping
 from types import MappingProxyType
@@ -29,6 +31,8 @@ from .discovery import Source
 
 if TYPE_CHECKING:
     from joserfc.jwk import Key
+    from joserfc.jws import JWSRegistry
+    from joserfc.jwt import JWTClaimsRegistry
 
 logger = logging.getLogger("flask_social_oauth2")
 
@@ -126,14 +130,15 @@ def verify_signature(
     :raises AuthenticationError: (``error``, naming ``what``) when it fails.
     :raises DiscoveryError: when the key set cannot be fetched.
     """
-    from joserfc import jws, jwt
-    from joserfc.errors import BadSignatureError, JoseError
+    from joserfc import jws
+    from joserfc.errors import JoseError
 
     name = source.provider
     try:
-        header = jws.extract_compact(token.encode("ascii")).headers()
+        signed = jws.extract_compact(token.encode("ascii"))
     except (JoseError, ValueError, TypeError, UnicodeError):
         raise error(name, f"{what} is not a signed JWT (JWS compact form)") from None
+    header = signed.headers()
     algorithm = header.get("alg")
     if not isinstance(algorithm, str) or algorithm not in algorithms:
         shown = safe_error_code(algorithm) if isinstance(algorithm, str) else "<missing>"
@@ -149,15 +154,36 @@ def verify_signature(
         candidates = _matching_keys(keys, algorithm, kid)
     if not candidates:
         raise error(name, f"no key of the provider's key set matches the {what}'s kid")
-    registry = jws.JWSRegistry(algorithms=[algorithm], strict_check_header=False)
+    registry = _registry(algorithm)
     for key in candidates:
         try:
-            return dict(jwt.decode(token, key, registry=registry).claims), algorithm
-        except BadSignatureError:
-            continue
+            if not jws.validate_compact(signed, key, registry=registry):
+                continue  # not this key's signature
         except (JoseError, ValueError, TypeError) as failure:
             raise error(name, f"{what} could not be verified ({type(failure).__name__})") from None
+        return _claims(signed.payload, name, what, error), algorithm
     raise error(name, f"{what} signature is not valid")
+
+
+@functools.cache
+def _registry(algorithm: str) -> JWSRegistry:
+    """joserfc's checks of a JWS signed with ``algorithm`` (read-only once made: shared)."""
+    from joserfc import jws
+
+    return jws.JWSRegistry(algorithms=[algorithm], strict_check_header=False)
+
+
+def _claims(
+    payload: bytes | None, name: str, what: str, error: type[AuthenticationError]
+) -> dict[str, Any]:
+    """The JSON object a verified JWS carries (as joserfc's ``jwt.decode`` reads it)."""
+    try:
+        claims = json.loads(payload or b"")
+    except (TypeError, ValueError, RecursionError):
+        claims = None
+    if not isinstance(claims, dict):
+        raise error(name, f"{what} could not be verified (InvalidPayloadError)")
+    return claims
 
 
 def verify_id_token(
@@ -206,6 +232,22 @@ def verify_id_token(
     return claims
 
 
+@functools.cache
+def _essential_claims(leeway: int) -> JWTClaimsRegistry:
+    """joserfc's checks of the claims every ID token has, with ``leeway`` seconds of clock skew
+    (read-only once made: shared)."""
+    from joserfc import jwt
+
+    return jwt.JWTClaimsRegistry(
+        leeway=leeway,
+        iss={"essential": True},
+        sub={"essential": True},
+        aud={"essential": True},
+        exp={"essential": True},
+        iat={"essential": True},
+    )
+
+
 def check_claims(
     provider: str,
     settings: OAuth2Settings,
@@ -224,19 +266,10 @@ def check_claims(
     :raises IdTokenError: naming the claim that failed, never its value.
     :raises AccessDeniedError: when the token's tenant may not sign in.
     """
-    from joserfc import jwt
     from joserfc.errors import ClaimError, ExpiredTokenError, MissingClaimError
 
-    checks = jwt.JWTClaimsRegistry(
-        leeway=options.id_token_leeway,
-        iss={"essential": True},
-        sub={"essential": True},
-        aud={"essential": True},
-        exp={"essential": True},
-        iat={"essential": True},
-    )
     try:
-        checks.validate(claims)
+        _essential_claims(options.id_token_leeway).validate(claims)
     except ExpiredTokenError:
         raise IdTokenError(provider, "id_token has expired (exp)") from None
     except MissingClaimError as error:

@@ -28,6 +28,7 @@ from __future__ import annotations
 import hmac
 import logging
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any, Final, Protocol
 
 from flask import Response, after_this_request, current_app, g, request
@@ -54,7 +55,7 @@ from .state_cookie import (
     StateCookieStore,
     StateSerializer,
     flow_cookie,
-    make_serializer,
+    mark_browser_bound,
 )
 
 logger = logging.getLogger("flask_social_oauth2")
@@ -78,6 +79,8 @@ _FORM_TYPE: Final = "application/x-www-form-urlencoded"
 _SALT_SUFFIX: Final = "/id-token-nonce"
 _G_NONCES: Final = "_social_oauth2_id_token_nonces"
 _G_WRITE: Final = "_social_oauth2_id_token_nonces_write"
+#: What an answer that reads or writes the nonces sets unless it sets its own.
+_NONCE_PAGE_HEADERS: Final = MappingProxyType({"Cache-Control": "no-store"})
 
 
 # -- configuration -------------------------------------------------------------------------------
@@ -152,38 +155,35 @@ class IssuedNonce:
 
 class NonceCookie:
     """This browser's issued nonces, in a signed cookie named after the state cookie
-    (``<state cookie>_nonce``), with its path, lifetime and salt (plus a suffix of its own).
-    Made for one use from the app's :class:`StateCookieStore`; a request's nonces live in
-    :data:`flask.g`."""
+    (``<state cookie>_nonce``), with its path, lifetime and salt (plus a suffix of its own),
+    signed by the app's :class:`StateCookieStore` (which builds the signer once per key set).
+    Made for one use from that store; a request's nonces live in :data:`flask.g`."""
 
-    __slots__ = ("_signer", "name", "path", "salt", "ttl")
+    __slots__ = ("_store", "name", "path", "ttl")
 
     def __init__(self, store: StateCookieStore) -> None:
+        self._store = store
         self.name = f"{store.name}_nonce"
         self.path = store.path
         self.ttl = store.ttl
-        self.salt = store.salt + _SALT_SUFFIX
-        self._signer: StateSerializer | None = None
 
     def _cookie_name(self) -> str:
         return f"__Host-{self.name}" if request.is_secure else self.name
 
     def _serializer(self) -> StateSerializer:
-        if self._signer is not None:
-            return self._signer
         app = current_app._get_current_object()  # type: ignore[attr-defined]
-        if not app.secret_key:
-            raise SocialOAuth2Error("flask-social-oauth2 needs the app's SECRET_KEY to sign nonces")
-        fallbacks = tuple(app.config.get("SECRET_KEY_FALLBACKS") or ())
-        self._signer = make_serializer(app.secret_key, fallbacks, self.salt)
-        return self._signer
+        return self._store.serializer(app, _SALT_SUFFIX)
 
     def load(self) -> list[IssuedNonce]:
         """The browser's unexpired nonces (a bad, foreign or expired cookie holds none)."""
-        found: list[IssuedNonce] | None = g.get(_G_NONCES)
+        request_g = g._get_current_object()
+        found: list[IssuedNonce] | None = request_g.get(_G_NONCES)
         if found is not None:
             return list(found)
-        value = request.cookies.get(self._cookie_name(), "")
+        cookies = request.cookies
+        name = self._cookie_name()
+        # looked for first: a missing cookie's get raises and catches an HTTP exception
+        value = cookies[name] if name in cookies else ""  # noqa: SIM401
         items: Any = None
         if value and len(value) <= state_cookie.MAX_COOKIE_VALUE * 2:
             try:
@@ -196,7 +196,7 @@ class NonceCookie:
             entry = IssuedNonce.from_list(item)
             if entry is not None and now - self.ttl <= entry.created <= now + 60:
                 found.append(entry)
-        setattr(g, _G_NONCES, found)
+        setattr(request_g, _G_NONCES, found)
         return list(found)
 
     def save(self, entries: list[IssuedNonce]) -> None:
@@ -207,10 +207,11 @@ class NonceCookie:
     def _on_response(self, *, write: bool) -> None:
         """Mark the response: always uncacheable and varying on the cookie (a page holding a
         nonce is this browser's); with ``write``, also set the cookie."""
-        pending = g.get(_G_WRITE)
+        request_g = g._get_current_object()
+        pending = request_g.get(_G_WRITE)
         if pending is None:
             pending = [False]
-            setattr(g, _G_WRITE, pending)
+            setattr(request_g, _G_WRITE, pending)
             after_this_request(lambda response: self._finish(response, pending[0]))
         pending[0] = pending[0] or write
 
@@ -229,8 +230,7 @@ class NonceCookie:
                 self._cookie_name(), value, ttl=self.ttl, path=self.path, secure=request.is_secure
             )
             headers.add("Set-Cookie", cookie)
-        headers.setdefault("Cache-Control", "no-store")
-        response.vary.add("Cookie")
+        mark_browser_bound(headers, _NONCE_PAGE_HEADERS)
         return response
 
     def issue(self, provider: str, next_url: str | None) -> str:

@@ -12,6 +12,7 @@ provider's single-use code is the second line of defence.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import hmac
 import json
@@ -26,6 +27,7 @@ from typing import Any, Final
 from flask import Flask, after_this_request, current_app, g, request
 from itsdangerous import BadData, TimestampSigner
 from itsdangerous.encoding import base64_decode, base64_encode, want_bytes
+from werkzeug.datastructures import Headers
 from werkzeug.http import dump_cookie
 
 from ..errors import SocialOAuth2Error
@@ -295,7 +297,7 @@ class StateCookieStore:
         ``SECRET_KEY`` (another scope) cannot read or plant this app's flows.
     """
 
-    __slots__ = ("_secure_name", "_serializer", "name", "path", "salt", "ttl")
+    __slots__ = ("_secure_name", "_serializers", "name", "path", "salt", "ttl")
 
     def __init__(self, *, name: str, path: str = "/", ttl: int = 600, scope: str = "") -> None:
         self.name = name
@@ -303,7 +305,8 @@ class StateCookieStore:
         self.path = path
         self.ttl = ttl
         self.salt = f"{_SALT}/{scope}/{name}" if scope else _SALT
-        self._serializer: tuple[Any, StateSerializer] | None = None
+        #: suffix -> (the key set it was built for, the signer)
+        self._serializers: dict[str, tuple[Any, StateSerializer]] = {}
 
     def cookie_name(self, secure: bool) -> str:
         """The cookie's name on https (``secure``) or plain http."""
@@ -312,10 +315,12 @@ class StateCookieStore:
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name!r}>"
 
-    def serializer(self, app: Flask) -> StateSerializer:
+    def serializer(self, app: Flask, suffix: str = "") -> StateSerializer:
         """The cookie's signer for ``app``'s current ``SECRET_KEY`` (and fallbacks), built once
         per key set.
 
+        :param suffix: Added to the salt, for a companion cookie of this one (the ID-token
+            sign-in's nonces), which no other cookie's value then passes for.
         :raises SocialOAuth2Error: when the app has no ``SECRET_KEY``.
         """
         secret_key = app.secret_key
@@ -325,10 +330,10 @@ class StateCookieStore:
             )
         fallbacks = tuple(app.config.get("SECRET_KEY_FALLBACKS") or ())
         key = (secret_key, fallbacks)
-        cached = self._serializer
+        cached = self._serializers.get(suffix)
         if cached is None or cached[0] != key:
-            cached = (key, make_serializer(secret_key, fallbacks, self.salt))
-            self._serializer = cached
+            cached = (key, make_serializer(secret_key, fallbacks, self.salt + suffix))
+            self._serializers[suffix] = cached
         return cached[1]
 
     def load(self) -> list[PendingFlow]:
@@ -370,18 +375,8 @@ class StateCookieStore:
         cookie = self._set_cookie_value(
             value or "", request.is_secure, app.config["MAX_COOKIE_SIZE"]
         )
-        headers = response.headers
-        headers.add("Set-Cookie", cookie)
-        # Vary and the flow page's headers, each looked for once (a Headers lookup that misses
-        # raises and catches an HTTP exception inside werkzeug)
-        present = {name.lower() for name, _ in headers}
-        if "vary" in present:
-            _vary_on_cookie(response)
-        else:
-            headers.add("Vary", "Cookie")
-        for header, default in FLOW_PAGE_HEADERS.items():
-            if header.lower() not in present:
-                headers.add(header, default)
+        response.headers.add("Set-Cookie", cookie)
+        mark_browser_bound(response.headers, FLOW_PAGE_HEADERS)
         return response
 
     def _set_cookie_value(self, value: str, secure: bool, max_size: int = 4093) -> str:
@@ -401,10 +396,12 @@ def flow_cookie(
     """The ``Set-Cookie`` value of a flow cookie ``name`` holding ``value`` (``""`` deletes it):
     ``Max-Age`` alone, ``HttpOnly``, ``SameSite=Lax``, and on https (``secure``) ``Secure``
     with ``Path=/`` (``name`` then has the ``__Host-`` prefix), else ``path``."""
+    if not value:  # the same few deletions on every finished sign-in: made once each
+        return _deletion(name, path=path, secure=secure)
     return dump_cookie(
         name,
         value,
-        max_age=ttl if value else 0,
+        max_age=ttl,
         path="/" if secure else path,
         secure=secure,
         httponly=True,
@@ -414,12 +411,32 @@ def flow_cookie(
     )
 
 
-def _vary_on_cookie(response: Any) -> None:
-    """Add ``Cookie`` to the ``Vary`` header, without parsing it into a ``HeaderSet`` and writing
-    it back: this runs on every answer that writes the cookie."""
-    headers = response.headers
-    current = headers.get("Vary")
+@functools.lru_cache(maxsize=64)
+def _deletion(name: str, *, path: str, secure: bool) -> str:
+    return dump_cookie(
+        name,
+        "",
+        max_age=0,
+        path="/" if secure else path,
+        secure=secure,
+        httponly=True,
+        samesite="Lax",
+        sync_expires=False,
+    )
+
+
+def mark_browser_bound(headers: Headers, defaults: Mapping[str, str]) -> None:
+    """Mark an answer that reads or writes a browser's cookie: ``Cookie`` in its ``Vary``
+    header, and each of ``defaults`` the answer does not set itself. Each header is looked for
+    once (a :class:`~werkzeug.datastructures.Headers` lookup that misses raises and catches an
+    HTTP exception inside werkzeug), and ``Vary`` is not parsed into a ``HeaderSet`` and
+    written back."""
+    present = {name.lower() for name, _ in headers}
+    current = headers["Vary"].strip() if "vary" in present else ""
     if not current:
         headers["Vary"] = "Cookie"
     elif "cookie" not in (item.strip().lower() for item in current.split(",")):
         headers["Vary"] = f"{current}, Cookie"
+    for header, default in defaults.items():
+        if header.lower() not in present:
+            headers.add(header, default)

@@ -90,12 +90,31 @@ def _index_sign_in(index: SessionIndex, current: Any, provider: str, info: OAuth
             expires_at=now + lifetime,
         )
     )
-    _, known = _indexed(current)
-    current[SESSIONS_KEY] = [int(now), [*known, local_id][-MAX_INDEXED:]]
+    _, known = _indexed(current.get(SESSIONS_KEY))
+    current[SESSIONS_KEY] = _carried(int(now), [*known, local_id][-MAX_INDEXED:])
 
 
-def _indexed(current: Any) -> tuple[int, list[str]]:
-    found = current.get(SESSIONS_KEY)
+def _carried(checked: int, local_ids: list[str]) -> str:
+    """What the browser's session carries: ``"<last check> <local id> ..."``, one string, which
+    Flask's session serializer reads on every request at less cost than a list."""
+    return " ".join([str(checked), *local_ids])
+
+
+def _checked_at(found: object) -> int:
+    """The time of the last check in :data:`SESSIONS_KEY`'s value (0: unreadable)."""
+    if isinstance(found, str):
+        head = found.partition(" ")[0]
+        return int(head) if head.isascii() and head.isdigit() else 0
+    if isinstance(found, list) and found and isinstance(found[0], int):  # earlier builds
+        return found[0]
+    return 0
+
+
+def _indexed(found: object) -> tuple[int, list[str]]:
+    """The time of the last check and the local session ids in :data:`SESSIONS_KEY`'s value;
+    the list of earlier versions, ``[last check, [local id, ...]]``, is read too."""
+    if isinstance(found, str):
+        return _checked_at(found), found.split()[1:]
     if (
         isinstance(found, list)
         and len(found) == 2
@@ -113,14 +132,17 @@ def check_ended_sessions() -> None:
     process); if so, sign the browser out (as :func:`sign_out`) and send
     :data:`~flask_social_oauth2.signals.provider_logged_out` once for each ended one."""
     current = session._get_current_object()  # type: ignore[attr-defined]
-    if SESSIONS_KEY not in current:
+    found = current.get(SESSIONS_KEY)
+    if found is None:
         return
     state = current_runtime()
     index = state.session_index
-    checked, local_ids = _indexed(current)
     now = int(time.time())
     every = state.session_check_seconds
-    if index is None or not local_ids or (every and now - checked < every):
+    if index is None or (every and now - _checked_at(found) < every):
+        return  # the ids are read only when a check is due: most requests stop here
+    _, local_ids = _indexed(found)
+    if not local_ids:
         return
     try:
         ended = index.take_ended_sessions(local_ids)
@@ -128,7 +150,7 @@ def check_ended_sessions() -> None:
         logger.warning("the session index could not be read: %s", error)
         return
     if every:
-        current[SESSIONS_KEY] = [now, local_ids]
+        current[SESSIONS_KEY] = _carried(now, local_ids)
     if not ended:
         return
     sign_out(revoke=False)

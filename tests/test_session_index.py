@@ -87,10 +87,10 @@ def test_a_verified_sign_in_is_recorded_with_a_random_local_id(
     assert row.expires_at == pytest.approx(row.signed_in_at + 7200)
     assert row.ended_at is None
     with client.session_transaction() as browser:
-        checked, local_ids = browser[SESSIONS_KEY]
+        checked, *local_ids = browser[SESSIONS_KEY].split(" ")
     assert local_ids == [row.local_id]
     assert len(row.local_id) >= 32
-    assert abs(checked - before) <= 2
+    assert abs(int(checked) - before) <= 2
     sign_in(app.test_client())
     assert len({item.local_id for item in rows(store)}) == 2
 
@@ -147,10 +147,44 @@ def test_the_check_waits_the_configured_seconds(
         store.end_sessions("local", idp.issuer, ALICE.sub, None)
     assert client.get("/me").json == {"identities": {"local": ALICE.sub}}
     with client.session_transaction() as browser:
-        checked, local_ids = browser[SESSIONS_KEY]
-        browser[SESSIONS_KEY] = [checked - 11, local_ids]
+        checked, local_ids = browser[SESSIONS_KEY].split(" ", 1)
+        browser[SESSIONS_KEY] = f"{int(checked) - 11} {local_ids}"
     assert client.get("/me").json == {"identities": {}}
     assert len(app.config["ENDED"]) == 1
+
+
+def test_a_session_of_an_earlier_build_is_still_checked(
+    make_app: MakeApp, idp: LocalIdentityProvider, store: SQLAlchemyTokenStore
+) -> None:
+    # Earlier builds kept [last check, [local id, ...]] in the session.
+    app = index_app(make_app, idp, store)
+    client = app.test_client()
+    sign_in(client)
+    with client.session_transaction() as browser:
+        checked, *local_ids = browser[SESSIONS_KEY].split(" ")
+        browser[SESSIONS_KEY] = [int(checked), local_ids]
+    assert client.get("/me").json == {"identities": {"local": ALICE.sub}}  # not due yet
+    with app.app_context():
+        store.end_sessions("local", idp.issuer, ALICE.sub, None)
+    with client.session_transaction() as browser:
+        browser[SESSIONS_KEY] = [int(checked) - 11, local_ids]
+    assert client.get("/me").json == {"identities": {}}
+    assert len(app.config["ENDED"]) == 1
+
+
+@pytest.mark.parametrize("value", ["", "soon abc", "\xb2 abc", "12", 12, [1], [1, "abc"], {"a": 1}])
+def test_an_unreadable_session_entry_serves_the_page_and_checks_nothing(
+    make_app: MakeApp, idp: LocalIdentityProvider, store: SQLAlchemyTokenStore, value: Any
+) -> None:
+    app = index_app(make_app, idp, store)
+    client = app.test_client()
+    sign_in(client)
+    with client.session_transaction() as browser:
+        browser[SESSIONS_KEY] = value
+    with app.app_context():
+        store.end_sessions("local", idp.issuer, ALICE.sub, None)
+    assert client.get("/me").json == {"identities": {"local": ALICE.sub}}
+    assert app.config["ENDED"] == []
 
 
 def test_a_failing_index_serves_the_page_and_checks_again_later(
